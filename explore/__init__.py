@@ -1,0 +1,6 @@
+"""lightpath explore: workload + plan + system -> time, energy and cost per token."""
+from explore.scenario import ScenarioError, load_scenario, resolve, set_field, get_field
+from explore.evaluate import evaluate, to_json_dict
+
+__all__ = ["ScenarioError", "load_scenario", "resolve", "evaluate", "to_json_dict",
+           "set_field", "get_field"]

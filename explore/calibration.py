@@ -1,0 +1,44 @@
+"""Named calibration constants of the step-time model.
+
+Each constant is physically meaningful, shared by every design (never one per
+run), and fitted by ``python -m explore.fit`` on the published runs in
+``../shared/validation/published_runs.csv`` (see ``tests/validation``). The
+fitted values, the fit's method and the error each leaves are recorded here
+and in README.md; ``tests/validation/test_published_runs.py`` asserts the
+error bounds per run.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Calibration:
+    gemm_efficiency: float = 0.80
+    """Fraction of the dense peak that large GEMMs reach (matrix units busy, tiles full)."""
+    gemm_overhead_s: float = 20e-6
+    """Fixed time per GEMM kernel (launch, wave quantisation tail); small GEMMs pay it relatively more."""
+    hbm_efficiency: float = 0.70
+    """Fraction of HBM bandwidth that memory-bound kernels (norms, softmax, activations, optimizer) reach."""
+    link_efficiency: float = 0.75
+    """Fraction of a link's nominal per-direction bandwidth that NCCL collectives reach (bus bandwidth)."""
+    flash_attention_efficiency: float = 0.60
+    """Attention-core FLOP rate of a fused (flash) attention kernel relative to GEMM efficiency."""
+
+
+DEFAULT = Calibration()
+
+# Estimates (not fitted): bytes moved by memory-bound work, from kernel-by-kernel counting.
+MEMBOUND_BYTES_PER_SBH_REPLICATED = 22.0
+"""Per layer forward: two layer norms (4 s b h each, read + write), two fused
+bias-dropout-residual adds (7 s b h each: two reads, a write, a mask) = 22 s b h
+bytes; replicated across the tensor group unless sequence parallelism shards it."""
+SOFTMAX_BYTES_PER_SCORE = 9.0
+"""Unfused attention, per score element and head: scale-mask-softmax read+write
+(4 bytes) and dropout read, write and mask (5 bytes)."""
+LOGITS_BYTES_PER_ELEMENT = 16.0
+"""Cross-entropy over the vocabulary, per logit: fp32 write, softmax read, gradient write and read (4 x 4 bytes)."""
+OPTIMIZER_BYTES_PER_PARAM = 32.0
+"""Adam step per parameter: read fp32 grad, master weight, m, v (16 B); write master, m, v (12 B), bf16 weight (2 B), zero grad (2 B)."""
+MEMORY_RESERVED_BYTES = 3e9
+"""Per device: CUDA/runtime context, communication buffers and allocator fragmentation (estimate, a few GB on 80 GB parts)."""

@@ -1,0 +1,82 @@
+"""Energy and cost per step from the system's components.
+
+Accelerator power follows a busy/idle model: idle power all the time plus
+(TDP - idle) while computing (the step model's busy time). Hosts, scale-up
+switches, NICs, scale-out switches and transceivers draw their rated power
+for the whole step. Facility energy = IT energy x PUE. Capex is amortised
+linearly over ``lifetime_years`` (Epoch AI's straight-line depreciation,
+hardware.md sec. 7 [E3]); electricity at ``electricity_usd_per_kwh``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from explore.system import SystemSpec
+from topologies import fat_tree
+
+SECONDS_PER_YEAR = 365.25 * 86400.0
+
+
+def network_bom(s: SystemSpec) -> dict[str, np.ndarray]:
+    """Scale-out fat-tree sized for all NIC ports (endpoints = devices * nics_per_device)."""
+    endpoints = np.ceil(s.devices * s.nics_per_device)
+    # a NIC port faster than the switch port uses several switch ports
+    ports_per_nic = np.maximum(np.ceil(s.nic_bandwidth_bps / s.switch_port_bandwidth_bps), 1.0)
+    single_domain = s.devices <= s.su_size
+    bom = fat_tree.bill_of_materials(endpoints * ports_per_nic, s.switch_radix, s.oversubscription)
+    return {k: np.where(single_domain, 0.0, v) for k, v in bom.items()} | {
+        "nics": np.where(single_domain, 0.0, endpoints)}
+
+
+def capex_and_power(s: SystemSpec) -> tuple[dict, dict]:
+    """Capex (USD) and static power (W) by component, whole cluster."""
+    bom = network_bom(s)
+    capex = {
+        "accelerators": s.devices * s.price_usd,
+        "hosts": s.devices * s.host_price_usd,
+        "scale_up": s.devices * s.su_cost_usd,
+        "nics": bom["nics"] * s.nic_cost_usd,
+        "switches": bom["switches"] * s.switch_cost_usd,
+        "transceivers": bom["transceivers"] * s.transceiver_cost_usd,
+    }
+    power = {
+        "accelerators_idle": s.devices * s.idle_power_w,
+        "hosts": s.devices * s.host_power_w,
+        "scale_up": s.devices * s.su_power_w,
+        "nics": bom["nics"] * s.nic_power_w,
+        "switches": bom["switches"] * s.switch_power_w,
+        "transceivers": bom["transceivers"] * s.transceiver_power_w,
+    }
+    return capex, power, bom
+
+
+def energy_and_cost(s: SystemSpec, step_time_s, busy_time_s, tokens_per_step, goodput,
+                    pue, usd_per_kwh, lifetime_years) -> dict[str, np.ndarray]:
+    capex, static_power, bom = capex_and_power(s)
+    dyn_power = s.devices * (s.tdp_w - s.idle_power_w)
+    energy = {k: p * step_time_s for k, p in static_power.items()}
+    energy["accelerators_idle"] = energy["accelerators_idle"]
+    energy["accelerators_busy"] = dyn_power * busy_time_s
+    it_energy = sum(energy.values())
+    facility_energy = it_energy * pue
+    energy["facility_overhead"] = it_energy * (pue - 1.0)
+    capex_total = sum(capex.values())
+    amort_usd = capex_total / (lifetime_years * SECONDS_PER_YEAR) * step_time_s
+    energy_usd = facility_energy / 3.6e6 * usd_per_kwh
+    trained = tokens_per_step * goodput
+    out = {
+        "energy_per_token_j": facility_energy / trained,
+        "cost_per_token_usd": (amort_usd + energy_usd) / trained,
+        "capex_usd": capex_total,
+        "power_w": facility_energy / step_time_s,
+        "energy_per_step_j": facility_energy,
+        "cost_per_step_usd": amort_usd + energy_usd,
+    }
+    for k, v in capex.items():
+        out[f"capex_usd_{k}"] = v
+    for k, v in energy.items():
+        out[f"energy_j_{k}"] = v
+        out[f"power_w_{k}"] = v / step_time_s
+    out["network_switches"] = bom["switches"]
+    out["network_transceivers"] = bom["transceivers"]
+    return out

@@ -1,0 +1,158 @@
+"""``explore.evaluate``: scenario (arrays allowed) -> xarray.Dataset of metrics.
+
+One pure function over whole batches: resolve and validate the scenario once,
+build the three typed inputs (ModelSpec, ParallelPlan, SystemSpec), run the
+step, energy/cost and reliability models as numpy expressions, and attach
+units last (xarray drops attrs in arithmetic).
+"""
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from explore import calibration as cal
+from explore.costs import energy_and_cost
+from explore.plan import ParallelPlan, bubble_fraction, check_rules
+from explore.reliability import goodput as goodput_model
+from explore.scenario import Resolved, resolve
+from explore.step import step_model
+from explore.system import SystemSpec, build_system
+from explore.workload import ModelSpec, model_flops_per_token, total_params
+
+UNITS = {
+    "step_time_s": "s", "tokens_per_s": "token/s", "model_flops_per_s_per_device": "FLOP/s",
+    "mfu": "1", "hfu": "1", "memory_per_device_bytes": "B", "fits_memory": "bool",
+    "time_to_train_s": "s", "energy_per_token_j": "J/token", "cost_per_token_usd": "USD/token",
+    "capex_usd": "USD", "power_w": "W", "goodput": "1", "params": "", "microbatches": "",
+    "bubble_fraction": "1", "checkpoint_interval_s": "s", "checkpoint_time_s": "s",
+    "mtbi_s": "s", "energy_per_step_j": "J", "cost_per_step_usd": "USD",
+    "params_per_device": "1", "hw_flops_per_device": "FLOP", "busy_time_s": "s",
+    "bytes_scale_out_per_device": "B", "network_switches": "1", "network_transceivers": "1",
+    "valid": "bool", "reason": "",
+}
+BREAKDOWNS = ("time_s", "energy_j", "capex_usd", "power_w", "memory_bytes")
+HEADLINE = ("step_time_s", "tokens_per_s", "model_flops_per_s_per_device", "mfu",
+            "memory_per_device_bytes", "fits_memory", "time_to_train_s",
+            "energy_per_token_j", "cost_per_token_usd")
+
+
+def breakdown_of(name: str):
+    """('time_s', 'compute') for 'time_s_compute'; None for a headline metric."""
+    for b in BREAKDOWNS:
+        if name.startswith(b + "_") and name != b:
+            return b, name[len(b) + 1:]
+    return None
+
+
+def evaluate(scenario: dict, calibration: cal.Calibration = cal.DEFAULT) -> xr.Dataset:
+    """Evaluate a scenario (nested dicts; any numeric or choice field may be a 1-D array).
+
+    Returns a Dataset with a ``design`` dimension, one variable per metric
+    (``units`` in attrs), breakdown variables ``time_s_*``, ``energy_j_*``,
+    ``capex_usd_*``, ``power_w_*``, ``memory_bytes_*``, and ``valid``/``reason``.
+    Raises ``ScenarioError`` only when the scenario is malformed as a whole.
+    """
+    r = resolve(scenario)
+    return evaluate_resolved(r, calibration)
+
+
+def evaluate_resolved(r: Resolved, calibration: cal.Calibration = cal.DEFAULT) -> xr.Dataset:
+    v = r.values
+    model = ModelSpec.from_resolved(r)
+    plan = ParallelPlan.from_resolved(r)
+    system = build_system(r)
+    flash = np.broadcast_to(np.asarray(v["training.flash_attention"], bool), (r.n,))
+    out = _metrics(model, plan, system, flash, v, calibration)
+    return _assemble(out, r)
+
+
+def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v, c) -> dict:
+    valid, reason = check_rules(model, plan, system.devices, system.peak_flops > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        st = step_model(model, plan, system, flash, c)
+        tokens_per_step = plan.global_batch * model.seq_len
+        step = st["step_time_s"]
+        tps = tokens_per_step / step
+        mflops_tok = model_flops_per_token(model)
+        mfps = mflops_tok * tps / system.devices
+        n_params = total_params(model)
+        gp, tau, delta, mtbi = goodput_model(
+            system.devices, system.interruptions_per_hour, n_params,
+            v["datacenter.checkpoint_write_bps_per_device"], v["datacenter.restart_s"])
+        gp_ok = gp > 0.0
+        gp_c = np.where(gp_ok, gp, np.nan)
+        ec = energy_and_cost(system, step, st["busy_time_s"], tokens_per_step, gp_c,
+                             v["datacenter.pue"], v["datacenter.electricity_usd_per_kwh"],
+                             v["datacenter.lifetime_years"])
+        tokens = v["training.tokens"]
+        out = {
+            "step_time_s": step,
+            "tokens_per_s": tps,
+            "model_flops_per_s_per_device": mfps,
+            "mfu": mfps / system.peak_flops,
+            "hfu": st["hw_flops_per_device"] / step / system.peak_flops,
+            "memory_per_device_bytes": st["memory_per_device_bytes"],
+            "fits_memory": st["memory_per_device_bytes"] <= system.hbm_capacity_bytes,
+            "time_to_train_s": tokens / tps / gp_c,
+            "goodput": gp_c,
+            "checkpoint_interval_s": tau, "checkpoint_time_s": delta, "mtbi_s": mtbi,
+            "params": n_params,
+            "microbatches": plan.microbatches,
+            "bubble_fraction": bubble_fraction(plan),
+            **{k: val for k, val in st.items() if k != "step_time_s" and k != "memory_per_device_bytes"},
+            **ec,
+        }
+    fits = out["fits_memory"]
+    mem_bad = valid & ~fits
+    reason[mem_bad] = "does not fit in accelerator memory"
+    gp_bad = valid & fits & ~gp_ok
+    reason[gp_bad] = "reliability: interruptions outpace checkpoints (goodput <= 0)"
+    valid = valid & fits & gp_ok
+    rule_bad = reason != ""
+    rule_bad &= ~(mem_bad | gp_bad)
+    for k, a in out.items():
+        if a.dtype.kind == "f":
+            out[k] = np.where(rule_bad, np.nan, a)
+    out["valid"] = valid
+    out["reason"] = reason
+    return out
+
+
+def _assemble(out: dict, r: Resolved) -> xr.Dataset:
+    n = r.n
+    data = {}
+    for k, a in out.items():
+        a = np.broadcast_to(np.asarray(a), (n,))
+        if k == "reason":
+            a = a.astype(str)
+        data[k] = ("design", np.array(a))
+    ds = xr.Dataset(data, coords={"design": np.arange(n)})
+    for k in ds.data_vars:
+        bd = breakdown_of(k)
+        if bd:
+            unit = {"time_s": "s", "energy_j": "J", "capex_usd": "USD", "power_w": "W",
+                    "memory_bytes": "B"}[bd[0]]
+            ds[k].attrs.update(units=unit, breakdown=bd[0], component=bd[1])
+        else:
+            ds[k].attrs["units"] = UNITS.get(k, "")
+    ds.attrs["scenario_name"] = r.name
+    return ds
+
+
+def to_json_dict(ds: xr.Dataset, i: int = 0) -> dict:
+    """One design of a result as the JSON object of DESIGN.md (breakdowns nested)."""
+    row = ds.isel(design=i)
+    obj: dict = {}
+    bds: dict = {b: {} for b in BREAKDOWNS}
+    for k in ds.data_vars:
+        val = row[k].item()
+        if isinstance(val, float) and not np.isfinite(val):
+            val = None
+        bd = breakdown_of(k)
+        if bd:
+            bds[bd[0]][bd[1]] = val
+        else:
+            obj[k] = val
+    obj["breakdown"] = bds
+    obj["name"] = ds.attrs.get("scenario_name", "")
+    return obj

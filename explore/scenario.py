@@ -1,0 +1,393 @@
+"""Scenario files: the contract between users, the CLI and ``explore.evaluate``.
+
+A scenario is a TOML file (or the same nested dict) with the tables ``model``,
+``training``, ``parallelism``, ``system`` (with ``system.scale_up`` and
+``system.scale_out``) and ``datacenter``. The schema below is the one place
+that says which keys exist, their type, range and default. Validation happens
+once, here, at the edge; model code downstream assumes valid inputs.
+
+Any numeric or choice field may be a 1-D array (numpy array or TOML list):
+all arrays share one length ``n`` and scalars broadcast. ``resolve`` returns
+a flat ``{"table.field": array(n)}`` mapping with every default filled in.
+"""
+from __future__ import annotations
+
+import difflib
+import math
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hwmodels.parts import load_catalog, part_ids, unknown_id_message
+
+REQUIRED = object()
+
+
+class ScenarioError(ValueError):
+    """A scenario (or design-space) file is malformed: names the field, the value and what is allowed."""
+
+
+@dataclass(frozen=True)
+class Field:
+    kind: str                      # "int" | "float" | "bool" | "choice" | "id"
+    default: Any = REQUIRED        # REQUIRED, None (derived/optional) or a value
+    lo: float | None = None        # inclusive lower bound
+    lo_open: bool = False          # lower bound exclusive
+    hi: float | None = None        # inclusive upper bound
+    choices: tuple = ()
+    catalog: str | None = None     # catalog kind for "id" fields
+    doc: str = ""
+
+    def allowed(self) -> str:
+        if self.kind in ("choice",):
+            return "one of " + ", ".join(repr(c) for c in self.choices)
+        if self.kind == "id":
+            return f"a {self.catalog} id: " + ", ".join(part_ids(self.catalog))
+        if self.kind == "bool":
+            return "true or false"
+        parts = ["an integer" if self.kind == "int" else "a finite number"]
+        if self.lo is not None:
+            parts.append(f"{'>' if self.lo_open else '>='} {self.lo:g}")
+        if self.hi is not None:
+            parts.append(f"<= {self.hi:g}")
+        return " ".join(parts)
+
+
+def _models_path() -> Path:
+    return Path(__file__).parent / "data" / "models.toml"
+
+
+def model_presets() -> dict[str, dict]:
+    return tomllib.loads(_models_path().read_text())
+
+
+PRECISIONS = ("bf16", "fp16", "fp8")
+RECOMPUTE = ("none", "selective", "full")
+
+SCHEMA: dict[str, dict[str, Field]] = {
+    "model": {
+        "preset": Field("choice", None, choices=tuple(model_presets()), doc="model preset id"),
+        "layers": Field("int", REQUIRED, lo=1),
+        "hidden": Field("int", REQUIRED, lo=1),
+        "heads": Field("int", REQUIRED, lo=1),
+        "kv_heads": Field("int", None, lo=1, doc="default: heads (multi-head attention)"),
+        "ffn_hidden": Field("int", None, lo=1, doc="default: 4 * hidden"),
+        "vocab": Field("int", REQUIRED, lo=1),
+        "seq_len": Field("int", REQUIRED, lo=1),
+        "gated_mlp": Field("bool", False),
+        "tied_embeddings": Field("bool", False),
+        "experts": Field("int", 1, lo=1),
+        "top_k": Field("int", 1, lo=1),
+        "moe_ffn_hidden": Field("int", None, lo=1, doc="default: ffn_hidden"),
+        "shared_experts": Field("int", 0, lo=0),
+    },
+    "training": {
+        "global_batch": Field("int", REQUIRED, lo=1, doc="sequences per optimizer step"),
+        "tokens": Field("float", 300e9, lo=0, lo_open=True, doc="token budget for time_to_train_s"),
+        "precision": Field("choice", "bf16", choices=PRECISIONS),
+        "flash_attention": Field("bool", True, doc="fused attention: no s^2 tensors in HBM"),
+    },
+    "parallelism": {
+        "tp": Field("int", 1, lo=1),
+        "pp": Field("int", 1, lo=1),
+        "dp": Field("int", None, lo=1, doc="default: devices / (tp * pp * cp)"),
+        "cp": Field("int", 1, lo=1, hi=1, doc="context parallelism: placeholder, must be 1 for now"),
+        "ep": Field("int", 1, lo=1, hi=1, doc="expert parallelism: placeholder, must be 1 for now"),
+        "microbatch": Field("int", 1, lo=1),
+        "virtual_stages": Field("int", 1, lo=1, doc="interleaved 1F1B model chunks per pipeline rank"),
+        "zero": Field("int", 1, lo=0, hi=3),
+        "recompute": Field("choice", "selective", choices=RECOMPUTE),
+        "sequence_parallel": Field("bool", True),
+        "overlap_grad_reduce": Field("bool", True, doc="overlap DP gradient reduction with backward"),
+        "overlap_param_gather": Field("bool", True, doc="overlap ZeRO parameter all-gathers with compute"),
+        "grad_reduce_bytes": Field("int", 4, lo=1, hi=4, doc="bytes per gradient element in the DP reduction (fp32 main grads: 4)"),
+    },
+    "system": {
+        "accelerator": Field("id", REQUIRED, catalog="accelerators"),
+        "devices": Field("int", REQUIRED, lo=1),
+    },
+    "system.scale_up": {
+        "size": Field("int", 8, lo=1, doc="devices per scale-up domain"),
+        "link": Field("id", "nvlink4", catalog="links"),
+        "bandwidth_bps": Field("float", None, lo=0, lo_open=True, doc="per device per direction; default: the link's"),
+        "latency_s": Field("float", None, lo=0, doc="default: the link's"),
+    },
+    "system.scale_out": {
+        "topology": Field("choice", "fat-tree", choices=("fat-tree",)),
+        "link": Field("id", "ib-ndr-400", catalog="links"),
+        "nics_per_device": Field("float", 1.0, lo=0, lo_open=True),
+        "oversubscription": Field("float", 1.0, lo=1.0),
+        "switch": Field("id", "quantum-2-qm9700", catalog="switches"),
+        "transceiver": Field("id", "transceiver-400g-osfp-dr4", catalog="switches"),
+        "bandwidth_bps": Field("float", None, lo=0, lo_open=True, doc="per NIC per direction; default: the link's"),
+        "latency_s": Field("float", None, lo=0, doc="default: the link's"),
+    },
+    "datacenter": {
+        "pue": Field("float", 1.1, lo=1.0),
+        "electricity_usd_per_kwh": Field("float", 0.08, lo=0.0),
+        "lifetime_years": Field("float", 4.0, lo=0, lo_open=True),
+        "interruptions_per_device_hour": Field("float", None, lo=0.0, doc="default: the accelerator's"),
+        "restart_s": Field("float", 900.0, lo=0.0, doc="time to restart after an interruption"),
+        "checkpoint_write_bps_per_device": Field("float", 8e9, lo=0, lo_open=True,
+                                                 doc="storage write bandwidth per device, bits/s"),
+    },
+}
+TOP_KEYS = ("name", "description", "model", "training", "parallelism", "system", "datacenter")
+# Inline accelerator tables accept the catalog fields plus `base`.
+ACCEL_FIELDS = ("peak_flops_bf16", "peak_flops_fp16", "peak_flops_fp8", "hbm_capacity_bytes",
+                "hbm_bandwidth_bytes_per_s", "tdp_w", "idle_power_w", "price_usd", "host_power_w",
+                "host_price_usd", "interruptions_per_hour")
+# Extension point: later modules register extra inline-accelerator keys (parametric hardware).
+ACCEL_EXTRA_FIELDS: dict[str, Field] = {}
+
+
+def _suggest(key: str, allowed) -> str:
+    near = difflib.get_close_matches(key, list(allowed), n=1, cutoff=0.5)
+    return f" (did you mean {near[0]!r}?)" if near else ""
+
+
+def load_scenario(path) -> dict:
+    """Read a scenario TOML file into nested dicts (no validation beyond TOML syntax)."""
+    p = Path(path)
+    if not p.exists():
+        raise ScenarioError(f"{p}: file not found")
+    if p.is_dir():
+        raise ScenarioError(f"{p}: is a directory, expected a TOML file")
+    try:
+        return tomllib.loads(p.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise ScenarioError(f"{p}: TOML syntax error: {e}") from None
+    except UnicodeDecodeError:
+        raise ScenarioError(f"{p}: not a text file") from None
+
+
+def get_field(scenario: dict, path: str):
+    node = scenario
+    for part in path.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def set_field(scenario: dict, path: str, value) -> dict:
+    """Set ``scenario[a][b][c] = value`` for ``path = "a.b.c"`` (in place; returns scenario)."""
+    parts = path.split(".")
+    node = scenario
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+    node[parts[-1]] = value
+    return scenario
+
+
+def field_paths() -> list[str]:
+    """Every valid dotted scenario field (for design-space files and error messages)."""
+    out = [f"{t}.{k}" for t, fs in SCHEMA.items() for k in fs]
+    out += [f"system.accelerator.{k}" for k in ACCEL_FIELDS + tuple(ACCEL_EXTRA_FIELDS)]
+    return out
+
+
+# ----------------------------------------------------------------------------- values
+
+def _as_array(name: str, value, f: Field) -> np.ndarray:
+    if isinstance(value, np.ndarray):
+        arr = value
+    elif isinstance(value, (list, tuple)):
+        arr = np.asarray(value, dtype=object)
+        if arr.ndim != 1:
+            raise ScenarioError(f"{name}: a list value must be flat (1-D), got {value!r}")
+    else:
+        arr = np.asarray([value], dtype=object)
+    if arr.ndim == 0:
+        arr = arr.reshape(1)
+    if arr.ndim != 1:
+        raise ScenarioError(f"{name}: arrays must be 1-D, got shape {arr.shape}")
+    if arr.size == 0:
+        raise ScenarioError(f"{name}: empty array; allowed: {f.allowed()}")
+    return arr
+
+
+def _bad(name, value, f: Field, why: str = "") -> ScenarioError:
+    v = value if not isinstance(value, str) else repr(value)
+    return ScenarioError(f"{name}: value {v} {why or 'is not allowed'}; allowed: {f.allowed()}")
+
+
+def _coerce(name: str, value, f: Field) -> np.ndarray:
+    arr = _as_array(name, value, f)
+    if f.kind in ("choice", "id"):
+        if arr.dtype.kind not in "UO" or not all(isinstance(x, (str, np.str_)) for x in arr[:1000]):
+            first = next((x for x in arr if not isinstance(x, (str, np.str_))), arr[0])
+            raise _bad(name, first, f, "is not a string")
+        arr = arr.astype(str)
+        allowed = f.choices if f.kind == "choice" else part_ids(f.catalog)
+        ok = np.isin(arr, np.asarray(allowed))
+        if not ok.all():
+            badv = str(arr[~ok][0])
+            if f.kind == "id":
+                raise ScenarioError(f"{name}: {unknown_id_message(f.catalog, badv)}")
+            raise ScenarioError(f"{name}: value {badv!r} is not allowed{_suggest(badv, allowed)}; "
+                                f"allowed: {f.allowed()}")
+        return arr
+    if f.kind == "bool":
+        if arr.dtype == bool:
+            return arr
+        if arr.dtype.kind == "O" and all(isinstance(x, (bool, np.bool_)) for x in arr):
+            return arr.astype(bool)
+        first = next(x for x in arr if not isinstance(x, (bool, np.bool_)))
+        raise _bad(name, first, f, "is not a boolean")
+    # numbers
+    if arr.dtype.kind == "O":
+        for x in arr:
+            if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
+                raise _bad(name, x, f, "is not a number")
+        arr = arr.astype(float)
+    elif arr.dtype.kind == "b" or arr.dtype.kind not in "iuf":
+        raise _bad(name, arr[0], f, "is not a number")
+    arr = arr.astype(float)
+    fin = np.isfinite(arr)
+    if not fin.all():
+        raise _bad(name, arr[~fin][0], f, "is not finite")
+    if f.kind == "int":
+        nonint = arr != np.round(arr)
+        if nonint.any():
+            raise _bad(name, arr[nonint][0], f, "is not an integer")
+    if f.lo is not None:
+        low = arr <= f.lo if f.lo_open else arr < f.lo
+        if low.any():
+            raise _bad(name, _fmt(arr[low][0]), f, "is out of range")
+    if f.hi is not None and (arr > f.hi).any():
+        raise _bad(name, _fmt(arr[arr > f.hi][0]), f, "is out of range")
+    return arr.astype(np.int64) if f.kind == "int" else arr
+
+
+def _fmt(x: float):
+    return int(x) if float(x).is_integer() and abs(x) < 1e15 else x
+
+
+@dataclass
+class Resolved:
+    """A validated scenario: ``n`` designs, ``values["table.field"]`` arrays of length n."""
+    n: int
+    values: dict[str, np.ndarray] = field(default_factory=dict)
+    name: str = ""
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        return self.values[key]
+
+
+def _check_keys(name: str, table: dict, allowed) -> None:
+    for k in table:
+        if k not in allowed:
+            raise ScenarioError(f"{name}.{k}: unknown key{_suggest(k, allowed)}; allowed: {', '.join(allowed)}")
+
+
+def resolve(scenario: dict) -> Resolved:
+    """Validate ``scenario`` (nested dicts, arrays allowed) and fill defaults.
+
+    Raises ScenarioError for anything malformed as a whole: unknown keys (with
+    the nearest valid key), wrong types, out-of-range, NaN/inf values, unknown
+    catalog ids, mismatched array lengths, missing required fields.
+    """
+    if not isinstance(scenario, dict):
+        raise ScenarioError(f"scenario: expected a table, got {type(scenario).__name__}")
+    _check_keys("scenario", scenario, TOP_KEYS)
+    for t in ("model", "training", "parallelism", "system", "datacenter"):
+        if t in scenario and not isinstance(scenario[t], dict):
+            raise ScenarioError(f"{t}: must be a table, got {scenario[t]!r}")
+    for t in ("model", "training", "system"):
+        if t not in scenario:
+            raise ScenarioError(f"{t}: missing table [{t}]")
+
+    raw: dict[str, Any] = {}
+    model = dict(scenario.get("model", {}))
+    _check_keys("model", model, SCHEMA["model"])
+    preset = model.get("preset")
+    if preset is not None:
+        presets = model_presets()
+        if not isinstance(preset, str) or preset not in presets:
+            raise ScenarioError(f"model.preset: value {preset!r} is not a known preset"
+                                f"{_suggest(str(preset), presets)}; allowed: {', '.join(presets)}")
+        base = {k: v for k, v in presets[preset].items() if k != "source"}
+        model = {**base, **{k: v for k, v in model.items() if k != "preset"}}
+    for k, v in model.items():
+        if k != "preset":
+            raw[f"model.{k}"] = v
+    for t in ("training", "parallelism", "datacenter"):
+        tab = scenario.get(t, {})
+        _check_keys(t, tab, SCHEMA[t])
+        for k, v in tab.items():
+            raw[f"{t}.{k}"] = v
+    system = scenario["system"]
+    _check_keys("system", system, tuple(SCHEMA["system"]) + ("scale_up", "scale_out"))
+    accel_inline = None
+    for k, v in system.items():
+        if k in ("scale_up", "scale_out"):
+            if not isinstance(v, dict):
+                raise ScenarioError(f"system.{k}: must be a table, got {v!r}")
+            _check_keys(f"system.{k}", v, SCHEMA[f"system.{k}"])
+            for kk, vv in v.items():
+                raw[f"system.{k}.{kk}"] = vv
+        elif k == "accelerator" and isinstance(v, dict):
+            accel_inline = v
+        else:
+            raw[f"system.{k}"] = v
+
+    values: dict[str, np.ndarray] = {}
+    for t, fs in SCHEMA.items():
+        for k, f in fs.items():
+            key = f"{t}.{k}"
+            if key == "model.preset" or (key == "system.accelerator" and accel_inline is not None):
+                continue
+            if key in raw:
+                values[key] = _coerce(key, raw[key], f)
+            elif f.default is REQUIRED:
+                raise ScenarioError(f"{key}: missing required field; allowed: {f.allowed()}")
+            elif f.default is not None:
+                values[key] = _coerce(key, f.default, f)
+    if accel_inline is not None:
+        values.update(_resolve_inline_accelerator(accel_inline))
+
+    lengths = {k: len(v) for k, v in values.items() if len(v) != 1}
+    ns = set(lengths.values())
+    if len(ns) > 1:
+        items = sorted(lengths.items(), key=lambda kv: kv[1])
+        raise ScenarioError(f"arrays must share one length: {items[0][0]} has {items[0][1]}, "
+                            f"{items[-1][0]} has {items[-1][1]}")
+    n = ns.pop() if ns else 1
+    for k, v in values.items():
+        if len(v) == 1 and n > 1:
+            values[k] = np.broadcast_to(v, (n,))
+    name = scenario.get("name", "")
+    if not isinstance(name, str):
+        raise ScenarioError(f"name: value {name!r} must be a string")
+    return Resolved(n=n, values=values, name=name)
+
+
+def _resolve_inline_accelerator(table: dict) -> dict[str, np.ndarray]:
+    """An inline ``[system.accelerator]`` table: ``base`` (catalog id) plus field overrides."""
+    allowed = ("base",) + ACCEL_FIELDS + tuple(ACCEL_EXTRA_FIELDS)
+    _check_keys("system.accelerator", table, allowed)
+    out: dict[str, np.ndarray] = {}
+    base = table.get("base")
+    if base is not None:
+        out["system.accelerator"] = _coerce("system.accelerator.base", base,
+                                            Field("id", catalog="accelerators"))
+    for k in ACCEL_FIELDS:
+        key = f"system.accelerator.{k}"
+        if k in table:
+            f = Field("float", lo=0.0)
+            out[key] = _coerce(key, table[k], f)
+        elif base is None and k not in ACCEL_EXTRA_FIELDS and not _extra_given(table):
+            raise ScenarioError(f"{key}: missing; an inline accelerator without 'base' must give "
+                                f"{', '.join(ACCEL_FIELDS)}")
+    for k, f in ACCEL_EXTRA_FIELDS.items():
+        if k in table:
+            out[f"system.accelerator.{k}"] = _coerce(f"system.accelerator.{k}", table[k], f)
+    return out
+
+
+def _extra_given(table: dict) -> bool:
+    return any(k in table for k in ACCEL_EXTRA_FIELDS)

@@ -1,0 +1,219 @@
+"""Step-time and memory model: (ModelSpec, ParallelPlan, SystemSpec) -> times and bytes per device.
+
+Per layer and microbatch on one device of the slowest pipeline stage:
+
+* GEMMs: FLOPs / (peak * gemm_efficiency) + gemm_overhead_s per kernel
+  (roofline with an achievable-efficiency term); backward = 2 x forward.
+* memory-bound work (norms, dropout, residuals, activation functions,
+  unfused softmax): bytes / (HBM bandwidth * hbm_efficiency).
+* tensor-parallel collectives on the fabric the tensor group crosses:
+  2 all-reduces forward and 2 backward (Shoeybi et al. 2019), or with
+  sequence parallelism 2 all-gathers + 2 reduce-scatters each way
+  (Korthikanti et al. 2022, Sec. 4.2.2); not overlapped with compute.
+* recompute: full repeats the forward (with its collectives), selective
+  repeats the attention core (Korthikanti et al. 2022, Sec. 5).
+
+The pipeline runs (m + (p-1)/v) slowest-stage microbatch times (interleaved
+1F1B, Narayanan et al. 2021 Sec. 2.2), plus blocking point-to-point sends.
+Data-parallel gradient reduce-scatter (or all-reduce without ZeRO) overlaps
+the backward pass of the last microbatch when enabled; ZeRO-3 all-gathers the
+parameters for every microbatch's forward and backward.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from explore import calibration as cal
+from explore.plan import ParallelPlan
+from explore.system import SystemSpec
+from explore.workload import (ModelSpec, activation_bytes_per_layer, attention_params,
+                              embedding_params, layer_attention_flops_per_token,
+                              layer_gemm_flops_per_token, layer_params, logits_flops_per_token,
+                              mlp_inner_width)
+from topologies import collectives as coll
+
+ACT_BYTES = 2.0  # 16-bit activations exchanged between ranks
+
+
+def group_span(stride, size, domain):
+    """Ranks of a group (members ``stride`` apart) per scale-up domain, and domains spanned."""
+    inner = np.where(stride < domain, np.clip(np.floor(domain / stride), 1, size), 1.0)
+    return inner, np.ceil(size / inner)
+
+
+class Fabric:
+    """Effective per-device bandwidths a collective sees (link efficiency and oversubscription)."""
+
+    def __init__(self, s: SystemSpec, c: cal.Calibration):
+        self.su_bw = s.su_bandwidth_bps * c.link_efficiency
+        self.su_lat = s.su_latency_s
+        self.so_bw = s.so_bandwidth_bps * c.link_efficiency / s.oversubscription
+        self.so_lat = s.so_latency_s
+        self.domain = s.su_size
+
+    def all_reduce(self, size_bytes, stride, n):
+        inner, outer = group_span(stride, n, self.domain)
+        return coll.hierarchical_all_reduce_s(size_bytes, inner, self.su_bw, self.su_lat,
+                                              outer, self.so_bw, self.so_lat)
+
+    def reduce_scatter(self, size_bytes, stride, n):
+        inner, outer = group_span(stride, n, self.domain)
+        return coll.hierarchical_reduce_scatter_s(size_bytes, inner, self.su_bw, self.su_lat,
+                                                  outer, self.so_bw, self.so_lat)
+
+    all_gather = reduce_scatter
+
+    def p2p(self, size_bytes, stride):
+        cross = stride >= self.domain
+        return np.where(cross, coll.p2p_s(size_bytes, self.so_bw, self.so_lat),
+                        coll.p2p_s(size_bytes, self.su_bw, self.su_lat))
+
+
+def stage_layers(m: ModelSpec, plan: ParallelPlan):
+    """Layers on the fullest stage and on the last stage (which also holds the logits).
+
+    Layers need not divide evenly (Llama 3 405B: 126 on 16 stages): the fullest
+    stage holds ceil(L/p); the last stage, which carries the output layer,
+    holds floor(L/p)."""
+    return np.ceil(m.layers / plan.pp), np.floor(m.layers / plan.pp)
+
+
+def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
+               c: cal.Calibration = cal.DEFAULT) -> dict[str, np.ndarray]:
+    """Times (s), FLOPs and memory (bytes) per device for one optimizer step."""
+    t, b, sq, h = plan.tp, plan.microbatch, m.seq_len, m.hidden
+    sp = plan.sp_active
+    tokens_mb = b * sq
+    peak = s.peak_flops
+    hbm = s.hbm_bandwidth_bytes_per_s * c.hbm_efficiency
+    fab = Fabric(s, c)
+
+    # --- per layer, per microbatch, forward, one device
+    gemm_flops = layer_gemm_flops_per_token(m) * tokens_mb / t
+    attn_flops = layer_attention_flops_per_token(m) * tokens_mb / t
+    t_gemm = gemm_flops / (peak * c.gemm_efficiency) + 4 * c.gemm_overhead_s
+    t_attn = np.where(flash, attn_flops / (peak * c.gemm_efficiency * c.flash_attention_efficiency),
+                      attn_flops / (peak * c.gemm_efficiency) + 2 * c.gemm_overhead_s)
+    sbh = tokens_mb * h
+    f = mlp_inner_width(m)
+    act_fn_bytes = np.where(m.gated_mlp, 6.0, 4.0) * tokens_mb * f / t
+    repl_bytes = cal.MEMBOUND_BYTES_PER_SBH_REPLICATED * sbh / np.where(sp, t, 1.0)
+    softmax_bytes = np.where(flash, 0.0, cal.SOFTMAX_BYTES_PER_SCORE * m.heads * sq * sq * b / t)
+    t_mem = (act_fn_bytes + repl_bytes) / hbm
+    t_softmax = softmax_bytes / hbm
+    tp_bytes = ACT_BYTES * sbh
+    tp_collective = np.where(sp, 2 * fab.all_gather(tp_bytes, 1.0, t) + 2 * fab.reduce_scatter(tp_bytes, 1.0, t),
+                             2 * fab.all_reduce(tp_bytes, 1.0, t))
+    tp_collective = np.where(t > 1, tp_collective, 0.0)
+
+    fwd_compute = t_gemm + t_attn + t_mem + t_softmax
+    bwd_compute = 2.0 * fwd_compute
+    rc_full = plan.recompute == 2
+    rc_sel = plan.recompute == 1
+    rc_compute = np.where(rc_full, fwd_compute, np.where(rc_sel, t_attn + t_softmax, 0.0))
+    rc_comm = np.where(rc_full, tp_collective, 0.0)
+    layer_compute = fwd_compute + bwd_compute + rc_compute
+    layer_comm = 2.0 * tp_collective + rc_comm
+
+    # --- output layer (last stage): logits GEMM, cross-entropy; embedding lookup is negligible
+    logit_flops = logits_flops_per_token(m) * tokens_mb / t
+    head_compute = (3.0 * logit_flops / (peak * c.gemm_efficiency) + 3 * c.gemm_overhead_s
+                    + cal.LOGITS_BYTES_PER_ELEMENT * tokens_mb * m.vocab / t / hbm)
+
+    n_full, n_last = stage_layers(m, plan)
+    stage_full = n_full * (layer_compute + layer_comm)
+    stage_last = n_last * (layer_compute + layer_comm) + head_compute
+    slow_is_last = stage_last > stage_full
+    t_stage = np.maximum(stage_full, stage_last)
+    compute_stage = np.where(slow_is_last, n_last * layer_compute + head_compute, n_full * layer_compute)
+    comm_stage = np.where(slow_is_last, n_last, n_full) * layer_comm
+
+    mb = plan.microbatches
+    p, v = plan.pp, plan.virtual_stages
+    bubble = (p - 1) / v * t_stage
+    pipe_steady = mb * t_stage
+
+    # point-to-point between stages: scatter-gather over the tensor group (Narayanan et al. 2021 Sec. 4.1)
+    p2p_bytes = ACT_BYTES * sbh / t
+    pp_stride = t * plan.cp * plan.dp
+    t_p2p = np.where(p > 1, 2.0 * (v * mb + p - 1) * fab.p2p(p2p_bytes, pp_stride), 0.0)
+
+    # --- parameters per device (fullest stage, incl. embedding on stage 0 / head when pp = 1)
+    emb = m.vocab * m.hidden
+    untied = ~m.tied_embeddings
+    params_full = n_full * layer_params(m) / t + emb / t + np.where((p == 1) & untied, emb / t, 0.0)
+    params_last = n_last * layer_params(m) / t + emb / t  # output layer (a tied copy, too)
+
+    # --- data parallel
+    dp = plan.dp
+    dp_stride = t * plan.cp
+    params_dev = np.maximum(params_full, params_last)
+    grad_bytes = params_dev * plan.grad_reduce_bytes
+    zero = plan.zero
+    t_rs = np.where(zero >= 1, fab.reduce_scatter(grad_bytes, dp_stride, dp),
+                    fab.all_reduce(grad_bytes, dp_stride, dp))
+    t_ag = np.where(zero >= 1, fab.all_gather(params_dev * 2.0, dp_stride, dp), 0.0)
+    t_rs = np.where(dp > 1, t_rs, 0.0)
+    t_ag = np.where(dp > 1, t_ag, 0.0)
+    # ZeRO-3: parameters gathered for each microbatch's forward and backward
+    z3 = (zero == 3) & (dp > 1)
+    t_z3 = np.where(z3, 2.0 * mb * fab.all_gather(params_dev * 2.0, dp_stride, dp), 0.0)
+    t_ag = np.where(z3, 0.0, t_ag)
+    last_bwd = n_full * (bwd_compute + rc_compute + 1.5 * tp_collective)
+    first_fwd = n_full * (fwd_compute + tp_collective)
+    dp_exposed = (np.where(plan.overlap_grad_reduce, np.maximum(t_rs - last_bwd, 0.0), t_rs)
+                  + np.where(plan.overlap_param_gather, np.maximum(t_ag - first_fwd, 0.0), t_ag))
+    z3_exposed = np.where(plan.overlap_param_gather, np.maximum(t_z3 - pipe_steady, 0.0), t_z3)
+
+    # --- optimizer step (memory-bound), states sharded by ZeRO >= 1
+    opt_params = params_dev / np.where(zero >= 1, dp, 1.0)
+    t_opt = cal.OPTIMIZER_BYTES_PER_PARAM * opt_params / hbm
+
+    step = pipe_steady + bubble + t_p2p + dp_exposed + z3_exposed + t_opt
+
+    # --- memory per device (bytes)
+    act_layer = activation_bytes_per_layer(m, b, t, sp, plan.recompute, flash)
+    in_flight_full = np.minimum(p * (1 + (p - 1) / (p * v)), np.maximum(mb, 1))
+    mem_act_first = act_layer * n_full * in_flight_full
+    mem_act_last = act_layer * n_last + 4.0 * tokens_mb * m.vocab / t  # fp32 logits
+    w_b = 2.0
+    g_b = 4.0
+    o_b = 12.0
+
+    def state_bytes(params):
+        w = params * w_b / np.where(zero >= 3, dp, 1.0)
+        g = params * g_b / np.where(zero >= 2, dp, 1.0)
+        o = params * o_b / np.where(zero >= 1, dp, 1.0)
+        return w, g, o
+
+    wf, gf, of = state_bytes(params_full)
+    wl, gl, ol = state_bytes(params_last)
+    mem_first = wf + gf + of + mem_act_first + np.where(p == 1, 4.0 * tokens_mb * m.vocab / t, 0.0)
+    mem_last = wl + gl + ol + mem_act_last
+    first_peak = mem_first >= mem_last
+    mem = np.maximum(mem_first, mem_last) + cal.MEMORY_RESERVED_BYTES
+
+    # --- FLOPs actually executed per device per step (hardware FLOPs, incl. recompute)
+    rc_flops = np.where(rc_full, gemm_flops + attn_flops, np.where(rc_sel, attn_flops, 0.0))
+    hw_flops_layer = 3.0 * (gemm_flops + attn_flops) + rc_flops
+    busy = mb * compute_stage + t_opt
+
+    return {
+        "step_time_s": step,
+        "params_per_device": params_dev,
+        "hw_flops_per_device": mb * (m.layers / p) * hw_flops_layer + mb * 3 * logit_flops / p,
+        "busy_time_s": busy,
+        "time_s_compute": mb * compute_stage,
+        "time_s_tp_comm": mb * comm_stage,
+        "time_s_pp_bubble": bubble,
+        "time_s_pp_p2p": t_p2p,
+        "time_s_dp_comm": dp_exposed,
+        "time_s_zero3_comm": z3_exposed,
+        "time_s_optimizer": t_opt,
+        "memory_per_device_bytes": mem,
+        "memory_bytes_weights": np.where(first_peak, wf, wl),
+        "memory_bytes_gradients": np.where(first_peak, gf, gl),
+        "memory_bytes_optimizer": np.where(first_peak, of, ol),
+        "memory_bytes_activations": np.where(first_peak, mem_first - wf - gf - of, mem_act_last),
+        "bytes_scale_out_per_device": grad_bytes * 2 + np.where(p > 1, 2 * v * mb * p2p_bytes, 0.0),
+    }

@@ -1,0 +1,159 @@
+"""Workload model: parameters, FLOPs and activation memory of decoder-only transformers.
+
+Dense or mixture-of-experts layers, multi-head or grouped-query attention,
+plain (2-matrix) or gated (SwiGLU, 3-matrix) MLPs. Every function takes a
+``ModelSpec`` whose fields are broadcasting numpy arrays.
+
+FLOP convention (Narayanan et al. 2021, SC21, Eq. 3 and Appendix): a GEMM of
+an (m x k) by (k x n) matrix costs 2mkn; attention scores and the
+attention-weighted values cost 2 * 2 s h per token and layer (the full s x s
+product, no causal discount, as Megatron-LM and the published MFU figures
+count it); backward = 2 x forward, so training = 3 x forward; the logits
+GEMM costs 2 h V per token. For a plain MLP with f = 4h and g = a this is
+Megatron's 72 B s l h^2 (1 + s/6h + V/12hl) per batch.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    layers: np.ndarray
+    hidden: np.ndarray
+    heads: np.ndarray
+    kv_heads: np.ndarray
+    ffn_hidden: np.ndarray
+    vocab: np.ndarray
+    seq_len: np.ndarray
+    gated_mlp: np.ndarray
+    tied_embeddings: np.ndarray
+    experts: np.ndarray
+    top_k: np.ndarray
+    moe_ffn_hidden: np.ndarray
+    shared_experts: np.ndarray
+
+    @classmethod
+    def from_resolved(cls, r) -> "ModelSpec":
+        v = r.values
+        h = v["model.hidden"].astype(float)
+        ffn = v.get("model.ffn_hidden", 4 * h)
+        kw = dict(
+            layers=v["model.layers"].astype(float), hidden=h,
+            heads=v["model.heads"].astype(float),
+            kv_heads=v.get("model.kv_heads", v["model.heads"]).astype(float),
+            ffn_hidden=np.asarray(ffn, dtype=float),
+            vocab=v["model.vocab"].astype(float), seq_len=v["model.seq_len"].astype(float),
+            gated_mlp=np.asarray(v["model.gated_mlp"], dtype=bool),
+            tied_embeddings=np.asarray(v["model.tied_embeddings"], dtype=bool),
+            experts=v["model.experts"].astype(float), top_k=v["model.top_k"].astype(float),
+            moe_ffn_hidden=np.asarray(v.get("model.moe_ffn_hidden", ffn), dtype=float),
+            shared_experts=v["model.shared_experts"].astype(float),
+        )
+        n = r.n
+        return cls(**{k: np.broadcast_to(a, (n,)) for k, a in kw.items()})
+
+
+def _mats(gated):
+    return np.where(gated, 3.0, 2.0)
+
+
+def attention_params(m: ModelSpec):
+    """QKV and output projections: h (h + 2 h g/a) + h^2 (biases ignored)."""
+    h = m.hidden
+    return h * (h + 2 * h * m.kv_heads / m.heads) + h * h
+
+
+def is_moe(m: ModelSpec):
+    return m.experts > 1
+
+
+def mlp_params(m: ModelSpec):
+    """All MLP weights of a layer: dense k h f, or E experts + shared experts + router."""
+    k = _mats(m.gated_mlp)
+    dense = k * m.hidden * m.ffn_hidden
+    moe = (m.experts * k * m.hidden * m.moe_ffn_hidden
+           + m.shared_experts * k * m.hidden * m.ffn_hidden + m.hidden * m.experts)
+    return np.where(is_moe(m), moe, dense)
+
+
+def mlp_active_params(m: ModelSpec):
+    """MLP weights a token passes through: top_k routed + shared experts (+ router)."""
+    k = _mats(m.gated_mlp)
+    dense = k * m.hidden * m.ffn_hidden
+    moe = (m.top_k * k * m.hidden * m.moe_ffn_hidden
+           + m.shared_experts * k * m.hidden * m.ffn_hidden + m.hidden * m.experts)
+    return np.where(is_moe(m), moe, dense)
+
+
+def layer_params(m: ModelSpec):
+    """One transformer layer: attention + MLP + two norms (2h each)."""
+    return attention_params(m) + mlp_params(m) + 4 * m.hidden
+
+
+def embedding_params(m: ModelSpec):
+    """Input embedding V h, plus an untied output projection V h."""
+    return m.vocab * m.hidden * np.where(m.tied_embeddings, 1.0, 2.0)
+
+
+def total_params(m: ModelSpec):
+    return m.layers * layer_params(m) + embedding_params(m) + 2 * m.hidden
+
+
+def layer_gemm_flops_per_token(m: ModelSpec):
+    """Forward GEMM FLOPs of one layer per token: 2 x (attention + active MLP weights)."""
+    return 2.0 * (attention_params(m) + mlp_active_params(m))
+
+
+def layer_attention_flops_per_token(m: ModelSpec):
+    """Forward attention-core FLOPs per token and layer: Q K^T and A V, 2 * 2 s h."""
+    return 4.0 * m.seq_len * m.hidden
+
+
+def logits_flops_per_token(m: ModelSpec):
+    return 2.0 * m.hidden * m.vocab
+
+
+def forward_flops_per_token(m: ModelSpec):
+    return (m.layers * (layer_gemm_flops_per_token(m) + layer_attention_flops_per_token(m))
+            + logits_flops_per_token(m))
+
+
+def model_flops_per_token(m: ModelSpec):
+    """Training FLOPs per token without recomputation (the MFU numerator): 3 x forward."""
+    return 3.0 * forward_flops_per_token(m)
+
+
+def mlp_inner_width(m: ModelSpec):
+    """Width of the MLP intermediate a token occupies: f, or top_k f_moe + shared f."""
+    return np.where(is_moe(m), m.top_k * m.moe_ffn_hidden + m.shared_experts * m.ffn_hidden,
+                    m.ffn_hidden)
+
+
+def activation_bytes_per_layer(m: ModelSpec, micro, tp, sp, recompute, flash):
+    """Activation memory of one layer for one microbatch on one device (bytes, 16-bit activations).
+
+    Korthikanti et al. 2022 (arXiv:2205.05198), Sec. 4 / Table 2:
+    s b h (34 + 5 a s / h) without parallelism; with tensor parallelism t,
+    s b h (10 + 24/t + 5 a s / (h t)); with sequence parallelism as well,
+    s b h / t (34 + 5 a s / h); selective recompute drops the 5 a s / h term;
+    full recompute keeps only the 2 s b h layer input (divided by t with SP).
+    Generalised here to GQA (K and V are g/a of Q) and gated MLPs (three
+    s b f tensors instead of two); a fused (flash) attention stores no s x s
+    tensors, like selective recompute.
+
+    ``recompute`` is an integer code: 0 none, 1 selective, 2 full.
+    """
+    sbh = m.seq_len * micro * m.hidden
+    kvr = m.kv_heads / m.heads
+    f = mlp_inner_width(m)
+    replicated = 10.0 * sbh                       # norm inputs, QKV and MLP inputs, dropout masks
+    mlp_inner = np.where(m.gated_mlp, 6.0, 4.0) * m.seq_len * micro * f
+    sharded = (4.0 + 4.0 * kvr) * sbh + mlp_inner
+    scores = 5.0 * m.heads * m.seq_len ** 2 * micro
+    scores = np.where(flash | (recompute >= 1), 0.0, scores)
+    per_layer = np.where(sp, (replicated + sharded + scores) / tp, replicated + (sharded + scores) / tp)
+    full = np.where(sp, 2.0 * sbh / tp, 2.0 * sbh)
+    return np.where(recompute == 2, full, per_layer)

@@ -1,0 +1,102 @@
+"""The parts catalog: TOML tables in ``hwmodels/catalog/``, loaded and validated here.
+
+Each file ``<kind>.toml`` holds parts of one kind (``accelerators``, ``links``,
+``switches``, ...). A part is a table keyed by its id (lowercase, dashes) with
+numeric fields in SI units (the unit in the field name) and a ``source`` table
+giving, for every numeric field, where the number comes from (paper + table,
+datasheet, or ``"estimate: how derived"``). A part may instead carry a single
+``source`` string when all its numbers come from one place.
+"""
+from __future__ import annotations
+
+import difflib
+import functools
+import re
+import tomllib
+from pathlib import Path
+
+import numpy as np
+
+CATALOG_DIR = Path(__file__).parent / "catalog"
+_ID_RE = re.compile(r"^[a-z0-9][a-z0-9.\-]*$")
+
+
+class CatalogError(ValueError):
+    """A catalog file is malformed, or an id is unknown."""
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _validate_part(kind: str, pid: str, entry: dict, path: Path) -> None:
+    if not _ID_RE.match(pid):
+        raise CatalogError(f"{path.name}: part id {pid!r} must be lowercase letters, digits, '.' and '-'")
+    src = entry.get("source")
+    if src is None:
+        raise CatalogError(f"{path.name}: part {pid!r} has no 'source'")
+    for field, value in entry.items():
+        if field == "source":
+            continue
+        numbers = [value] if _is_number(value) else (
+            value if isinstance(value, list) and value and all(_is_number(x) for x in value) else [])
+        if not numbers:
+            continue
+        if isinstance(src, str):
+            ok = bool(src.strip())
+        else:
+            ok = isinstance(src.get(field), str) and bool(src[field].strip())
+        if not ok:
+            raise CatalogError(f"{path.name}: part {pid!r} field {field!r} has no source")
+
+
+@functools.cache
+def load_catalog() -> dict[str, dict[str, dict]]:
+    """Return ``{kind: {part_id: entry}}`` for every catalog file, validated."""
+    out: dict[str, dict[str, dict]] = {}
+    for path in sorted(CATALOG_DIR.glob("*.toml")):
+        try:
+            data = tomllib.loads(path.read_text())
+        except tomllib.TOMLDecodeError as e:
+            raise CatalogError(f"{path.name}: {e}") from None
+        for pid, entry in data.items():
+            if not isinstance(entry, dict):
+                raise CatalogError(f"{path.name}: top-level key {pid!r} must be a part table")
+            _validate_part(path.stem, pid, entry, path)
+        out[path.stem] = data
+    return out
+
+
+def part_ids(kind: str) -> list[str]:
+    cat = load_catalog()
+    if kind not in cat:
+        raise CatalogError(f"unknown catalog kind {kind!r}; known: {', '.join(sorted(cat))}")
+    return sorted(cat[kind])
+
+
+def unknown_id_message(kind: str, pid: str) -> str:
+    ids = part_ids(kind)
+    near = difflib.get_close_matches(str(pid), ids, n=1)
+    hint = f" (did you mean {near[0]!r}?)" if near else ""
+    return f"unknown {kind} id {pid!r}{hint}; known: {', '.join(ids)}"
+
+
+def get_part(kind: str, pid: str) -> dict:
+    """The catalog entry ``pid`` of ``kind``; unknown ids raise with the nearest match."""
+    cat = load_catalog()
+    if kind not in cat:
+        raise CatalogError(f"unknown catalog kind {kind!r}; known: {', '.join(sorted(cat))}")
+    if pid not in cat[kind]:
+        raise CatalogError(unknown_id_message(kind, pid))
+    return cat[kind][pid]
+
+
+def lookup(kind: str, ids, field: str) -> np.ndarray:
+    """Vectorised field lookup: ``ids`` is an array of part ids, returns the field per id.
+
+    Unique ids are resolved once, then broadcast with ``np.take`` (no per-design loop).
+    """
+    arr = np.asarray(ids)
+    uniq, inv = np.unique(arr, return_inverse=True)
+    vals = np.array([float(get_part(kind, str(u))[field]) for u in uniq])
+    return vals[inv.reshape(arr.shape)]

@@ -1,0 +1,1 @@
+"""lightpath networks: graph builders, closed-form metrics, bills of materials, collectives."""
