@@ -1,0 +1,417 @@
+"""Design-space files: a base scenario plus variables, derived fields, couplings,
+constraints and objectives (TOML), shared by ``lightpath search`` and ``sweep``.
+
+```toml
+name = "plan for gpt3-175b on 1024 A100"
+base = "../scenarios/gpt3-175b-1024-a100.toml"    # or an inline [base] table
+
+[variables]
+tp = { field = "parallelism.tp", values = [1, 2, 4, 8] }
+pp = { field = "parallelism.pp", low = 1, high = 32 }
+acc = { field = "system.accelerator", choices = ["a100-sxm-80gb", "h100-sxm-80gb"] }
+nics = { field = "system.scale_out.nics_per_device", low = 0.5, high = 4, log = true, points = 4 }
+
+[derived]                      # safe arithmetic over fields and variable names
+"parallelism.dp" = "system.devices / (parallelism.tp * parallelism.pp)"
+
+[couplings]                    # devices = N, or a capex budget that sets the device count
+capex_budget_usd = 3e8
+device_multiple = "parallelism.tp * parallelism.pp"
+
+[constraints]                  # any metric, with min and/or max; memory fit is always one
+power_w = { max = 2.5e7 }
+
+[objectives]                   # metric = "min" | "max" (default: the three below, all min)
+time_to_train_s = "min"
+energy_per_token_j = "min"
+cost_per_token_usd = "min"
+
+[search]                       # read by explore.search (algorithm, pop, gens, seed, plan, ...)
+```
+Every problem raises ``SpaceError`` (a ``ScenarioError``) in one line naming
+the field, the value and what is allowed.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import math
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from explore.expression import Expression, ExpressionError
+from explore.scenario import ScenarioError, field_paths, get_field, resolve, set_field
+from explore.space_variables import (Constraint, SpaceError, Variable, _suggest, _variable,
+                                     schema_field)
+
+__all__ = ["Space", "SpaceError", "Variable", "Constraint", "Expression", "load_space",
+           "schema_field"]
+
+TOP_KEYS = ("name", "description", "base", "variables", "derived", "couplings", "constraints",
+            "objectives", "search", "sweep")
+DEFAULT_OBJECTIVES = (("time_to_train_s", "min"), ("energy_per_token_j", "min"),
+                      ("cost_per_token_usd", "min"))
+
+
+def _expr(text, where: str) -> Expression:
+    try:
+        return Expression.parse(text, where)
+    except ExpressionError as e:
+        raise SpaceError(str(e)) from None
+
+
+# ----------------------------------------------------------------------------- the space
+
+@dataclass
+class Space:
+    """A parsed design space; see the module docstring for the file format."""
+    name: str
+    base: dict
+    variables: list[Variable]
+    derived: dict[str, Expression] = field(default_factory=dict)
+    couplings: dict[str, Any] = field(default_factory=dict)
+    constraints: list[Constraint] = field(default_factory=list)
+    objectives: list[tuple[str, str]] = field(default_factory=list)
+    search: dict = field(default_factory=dict)
+    sweep: dict = field(default_factory=dict)
+    source_text: str = ""
+    fingerprint: str = ""
+    metrics: tuple = ()
+    path: str = ""
+
+    # -- building scenarios ------------------------------------------------------------
+    def variable(self, name: str) -> Variable:
+        return next(v for v in self.variables if v.name == name)
+
+    def scenario_batch(self, columns: dict[str, np.ndarray]) -> dict:
+        """The batched scenario (nested dict of arrays) for ``explore.evaluate``."""
+        return self._batch(columns)[0]
+
+    def _batch(self, columns: dict[str, np.ndarray]):
+        """(scenario, bad mask, bad reason): designs whose derived fields break their schema."""
+        cols = {v.name: np.asarray(columns[v.name]) for v in self.variables}
+        n = max((c.size for c in cols.values()), default=1)
+        sc = copy.deepcopy(self.base)
+        env: dict[str, Any] = dict(self._base_env)
+        for v in self.variables:
+            col = np.broadcast_to(cols[v.name], (n,))
+            if v.kind == "int":
+                col = np.round(col.astype(float)).astype(np.int64)
+            elif v.kind == "real":
+                col = col.astype(float)
+            set_field(sc, v.field, np.array(col))
+            env[v.name] = env[v.field] = col
+        if "devices" in self.couplings:
+            set_field(sc, "system.devices", int(self.couplings["devices"]))
+            env["system.devices"] = np.full(n, float(self.couplings["devices"]))
+        bad = np.zeros(n, dtype=bool)
+        reason = np.full(n, "", dtype=object)
+        bad, reason = self._apply_derived(sc, env, n, bad, reason)
+        if "capex_budget_usd" in self.couplings:
+            bad, reason = self._budget_devices(sc, env, n, bad, reason)
+        return sc, bad, reason
+
+    def _apply_derived(self, sc, env, n, bad, reason):
+        bad = bad.copy()
+        reason = reason.copy()
+        for path, expr in self.derived.items():
+            with np.errstate(all="ignore"):
+                val = np.broadcast_to(np.asarray(expr(env), dtype=float), (n,))
+            f = schema_field(path)
+            ok = np.isfinite(val)
+            if f.kind == "int":
+                ok &= np.abs(val - np.round(val)) < 1e-9
+            if f.lo is not None:
+                ok &= (val > f.lo) if f.lo_open else (val >= f.lo)
+            if f.hi is not None:
+                ok &= val <= f.hi
+            new = ~ok & ~bad
+            reason[new] = f"derived {path} = {expr.text} is not {f.allowed()}"
+            bad |= ~ok
+            safe = np.where(ok, val, f.lo if f.lo is not None and not f.lo_open else 1.0)
+            safe = np.round(safe).astype(np.int64) if f.kind == "int" else safe
+            set_field(sc, path, safe)
+            env[path] = safe
+        return bad, reason
+
+    def _budget_devices(self, sc, env, n, bad0, reason0):
+        """Devices = the largest multiple of ``device_multiple`` whose capex fits the budget.
+
+        Capex per device is nearly constant (network BOM steps aside), so the fixed point
+        d <- multiple * floor(B * d / (capex(d) * multiple)) converges in a few steps; any
+        residual excess is caught by the implicit ``capex_usd <= budget`` constraint."""
+        from explore.costs import capex_and_power
+        from explore.system import build_system
+        budget = float(self.couplings["capex_budget_usd"])
+        mult = np.broadcast_to(np.asarray(self.couplings["device_multiple"](env), float), (n,))
+        mult = np.maximum(np.round(mult), 1.0)
+        dev = np.maximum(mult, np.round(env.get("system.devices", mult) / mult) * mult)
+        bad, reason = bad0, reason0
+        for _ in range(5):
+            env["system.devices"] = dev.astype(np.int64)
+            set_field(sc, "system.devices", dev.astype(np.int64))
+            bad, reason = self._apply_derived(sc, env, n, bad0, reason0)
+            capex = sum(capex_and_power(build_system(resolve(sc)))[0].values())
+            new = np.maximum(np.floor(budget * dev / capex / mult), 1.0) * mult
+            if np.array_equal(new, dev):
+                break
+            dev = new
+        env["system.devices"] = dev.astype(np.int64)
+        set_field(sc, "system.devices", dev.astype(np.int64))
+        return self._apply_derived(sc, env, n, bad0, reason0)
+
+    # -- evaluating ---------------------------------------------------------------------
+    def evaluate(self, columns: dict[str, np.ndarray]) -> xr.Dataset:
+        """Evaluate a batch; decision variables become ``design`` coordinates."""
+        from explore.evaluate import evaluate
+        sc, bad, reason = self._batch(columns)
+        ds = evaluate(sc)
+        n = ds.sizes["design"]
+        if bad.any():
+            ds["reason"] = ("design", np.where(bad, reason.astype(str), ds["reason"].values))
+            ds["valid"] = ("design", ds["valid"].values & ~bad)
+            ds["valid"].attrs["units"] = "bool"
+        for v in self.variables:
+            col = np.broadcast_to(np.asarray(columns[v.name]), (n,))
+            if v.kind == "int":
+                col = np.round(col.astype(float)).astype(np.int64)
+            ds = ds.assign_coords({v.name: ("design", np.array(col))})
+            ds[v.name].attrs.update(field=v.field, kind=v.kind)
+        for path in self.derived:
+            ds = ds.assign_coords({path: ("design", np.broadcast_to(get_field(sc, path), (n,)).copy())})
+        if "capex_budget_usd" in self.couplings:
+            ds = ds.assign_coords({"system.devices": ("design", np.broadcast_to(
+                get_field(sc, "system.devices"), (n,)).copy())})
+        return ds
+
+    @property
+    def constraint_names(self) -> list[str]:
+        return ["valid"] + [f"{c.metric}" for c in self.constraints]
+
+    def violation(self, ds: xr.Dataset) -> np.ndarray:
+        """(n_designs, 1 + n_constraints); > 0 means violated. Column 0 is validity
+        (1 = does not fit memory or other runtime failure, 2 = a plan/derived rule)."""
+        valid = ds["valid"].values.astype(bool)
+        rs = ds["reason"].values.astype(str)
+        mem = np.char.startswith(rs, "does not fit") | np.char.startswith(rs, "reliability")
+        cols = [np.where(valid, 0.0, np.where(mem, 1.0, 2.0))]
+        for c in self.constraints:
+            g = c.violation(ds[c.metric].values.astype(float))
+            cols.append(np.where(np.isfinite(g), g, np.where(valid, 1.0, 0.0)))
+        return np.column_stack(cols)
+
+    def objective_values(self, ds: xr.Dataset) -> np.ndarray:
+        """(n_designs, n_objectives) in the user's units and sign (NaN where invalid)."""
+        return np.column_stack([ds[m].values.astype(float) for m, _ in self.objectives])
+
+    @property
+    def signs(self) -> np.ndarray:
+        """+1 for min, -1 for max: ``F_minimised = signs * objective_values``."""
+        return np.array([1.0 if s == "min" else -1.0 for _, s in self.objectives])
+
+    def grid_size(self) -> int:
+        return int(np.prod([v.size for v in self.variables], dtype=float))
+
+
+# ----------------------------------------------------------------------------- loading
+
+def _read(path_or_dict) -> tuple[dict, str, Path, str]:
+    if isinstance(path_or_dict, dict):
+        return copy.deepcopy(path_or_dict), json.dumps(path_or_dict, sort_keys=True, default=str), \
+            Path.cwd(), "space"
+    p = Path(path_or_dict)
+    if not p.exists():
+        raise SpaceError(f"{p}: file not found")
+    if p.is_dir():
+        raise SpaceError(f"{p}: is a directory, expected a design-space TOML file")
+    try:
+        text = p.read_text()
+        return tomllib.loads(text), text, p.parent, str(p)
+    except tomllib.TOMLDecodeError as e:
+        raise SpaceError(f"{p}: TOML syntax error: {e}") from None
+    except UnicodeDecodeError:
+        raise SpaceError(f"{p}: not a text file") from None
+
+
+def _base(where: str, raw, root: Path) -> dict:
+    if raw is None:
+        raise SpaceError(f"{where}: base: missing; allowed: a [base] scenario table or "
+                         f"base = \"relative/path/to/scenario.toml\"")
+    if isinstance(raw, str):
+        from explore.scenario import load_scenario
+        p = (root / raw) if not Path(raw).is_absolute() else Path(raw)
+        try:
+            return load_scenario(p)
+        except ScenarioError as e:
+            raise SpaceError(f"{where}: base: {e}") from None
+    if not isinstance(raw, dict):
+        raise SpaceError(f"{where}: base: value {raw!r} is not allowed; allowed: a table or a path")
+    return copy.deepcopy(raw)
+
+
+def load_space(path_or_dict) -> Space:
+    """Parse and check a design space (TOML path or the same nested dict)."""
+    doc, text, root, where = _read(path_or_dict)
+    for k in doc:
+        if k not in TOP_KEYS:
+            raise SpaceError(f"{where}: {k}: unknown key{_suggest(k, TOP_KEYS)}; "
+                             f"allowed: {', '.join(TOP_KEYS)}")
+    for k in ("variables", "derived", "couplings", "constraints", "objectives", "search", "sweep"):
+        if k in doc and not isinstance(doc[k], dict):
+            raise SpaceError(f"{where}: {k}: must be a table, got {doc[k]!r}")
+    base = _base(where, doc.get("base"), root)
+    try:
+        base_r = resolve(base)
+    except ScenarioError as e:
+        raise SpaceError(f"{where}: base: {e}") from None
+    known = field_paths()
+    vars_raw = doc.get("variables", {})
+    if not vars_raw:
+        raise SpaceError(f"{where}: variables: empty; allowed: at least one [variables.NAME] table")
+    variables = [_variable(where, k, v, known) for k, v in vars_raw.items()]
+    seen: dict[str, str] = {}
+    for v in variables:
+        if v.field in seen:
+            raise SpaceError(f"{where}: variables.{v.name}: field {v.field} is already set by "
+                             f"variables.{seen[v.field]}")
+        seen[v.field] = v.name
+    names_ok = set(base_r.values) | {v.name for v in variables} | {v.field for v in variables}
+    couplings = _couplings(where, doc.get("couplings", {}), seen, names_ok)
+    if couplings:
+        names_ok.add("system.devices")
+    derived: dict[str, Expression] = {}
+    for path, text_ in doc.get("derived", {}).items():
+        w = f"{where}: derived.{path}"
+        if path not in known:
+            raise SpaceError(f"{w}: unknown scenario field{_suggest(path, known)}; allowed: a dotted "
+                             f"numeric field such as parallelism.dp")
+        if schema_field(path).kind not in ("int", "float"):
+            raise SpaceError(f"{w}: field is not numeric; allowed: an int or float field")
+        if path in seen or (path == "system.devices" and couplings):
+            raise SpaceError(f"{w}: field is already set by a variable or coupling")
+        expr = _expr(text_, w)
+        for nm in expr.names:
+            if nm not in names_ok:
+                raise SpaceError(f"{w}: name {nm!r} has no value{_suggest(nm, sorted(names_ok))}; "
+                                 f"allowed: variable names, fields of the base or earlier derived fields")
+        derived[path] = expr
+        names_ok.add(path)
+    if "device_multiple" in couplings:
+        for nm in couplings["device_multiple"].names:
+            if nm not in names_ok:
+                raise SpaceError(f"{where}: couplings.device_multiple: name {nm!r} has no value"
+                                 f"{_suggest(nm, sorted(names_ok))}")
+    space = Space(name=str(doc.get("name", Path(where).stem)), base=base, variables=variables,
+                  derived=derived, couplings=couplings, search=dict(doc.get("search", {})),
+                  sweep=dict(doc.get("sweep", {})), source_text=text, path=where)
+    space._base_env = {k: np.asarray(a[:1] if len(a) == 1 else a) for k, a in base_r.values.items()}
+    for k, a in space._base_env.items():
+        if a.dtype.kind in "iuf":
+            space._base_env[k] = a.astype(float)
+    probe = space.evaluate({v.name: np.asarray([v.grid_values()[0]]) for v in variables})
+    numeric = tuple(k for k in probe.data_vars
+                    if probe[k].dtype.kind in "iuf" and probe[k].attrs.get("units") != "bool")
+    space.metrics = tuple(probe.data_vars)
+    for v in variables:
+        if v.name in probe.data_vars:
+            raise SpaceError(f"{where}: variables.{v.name}: name clashes with the metric {v.name}; "
+                             f"allowed: a name that is not a metric")
+    space.constraints = _constraints(where, doc.get("constraints", {}), numeric, probe)
+    if "capex_budget_usd" in couplings:
+        space.constraints.append(Constraint("capex_usd", None, float(couplings["capex_budget_usd"])))
+    space.objectives = _objectives(where, doc.get("objectives"), numeric)
+    space.fingerprint = _fingerprint(space)
+    return space
+
+
+def _couplings(where, raw: dict, seen: dict, names_ok: set) -> dict:
+    allowed = ("devices", "capex_budget_usd", "device_multiple")
+    for k in raw:
+        if k not in allowed:
+            raise SpaceError(f"{where}: couplings.{k}: unknown key{_suggest(k, allowed)}; "
+                             f"allowed: {', '.join(allowed)}")
+    out: dict[str, Any] = {}
+    if "devices" in raw and "capex_budget_usd" in raw:
+        raise SpaceError(f"{where}: couplings: give devices or capex_budget_usd, not both")
+    if ("devices" in raw or "capex_budget_usd" in raw) and "system.devices" in seen:
+        raise SpaceError(f"{where}: couplings: system.devices is already variables."
+                         f"{seen['system.devices']}; allowed: a coupling or a variable, not both")
+    if "devices" in raw:
+        d = raw["devices"]
+        if isinstance(d, bool) or not isinstance(d, int) or d < 1:
+            raise SpaceError(f"{where}: couplings.devices: value {d!r} is not allowed; "
+                             f"allowed: an integer >= 1")
+        out["devices"] = d
+    if "capex_budget_usd" in raw:
+        b = raw["capex_budget_usd"]
+        if isinstance(b, bool) or not isinstance(b, (int, float)) or not b > 0 or not math.isfinite(b):
+            raise SpaceError(f"{where}: couplings.capex_budget_usd: value {b!r} is not allowed; "
+                             f"allowed: a number > 0")
+        out["capex_budget_usd"] = float(b)
+        out["device_multiple"] = _expr(raw.get("device_multiple", 1),
+                                                  f"{where}: couplings.device_multiple")
+    elif "device_multiple" in raw:
+        raise SpaceError(f"{where}: couplings.device_multiple: only used with capex_budget_usd")
+    return out
+
+
+def _constraints(where, raw: dict, numeric, probe) -> list[Constraint]:
+    out = []
+    for m, spec in raw.items():
+        w = f"{where}: constraints.{m}"
+        if m in ("valid", "fits_memory"):
+            raise SpaceError(f"{w}: is always a constraint; allowed: a numeric metric such as power_w")
+        if m not in numeric:
+            raise SpaceError(f"{w}: not a numeric metric{_suggest(m, numeric)}; allowed: "
+                             f"{', '.join(numeric)}")
+        if not isinstance(spec, dict) or not spec or any(k not in ("min", "max") for k in spec):
+            raise SpaceError(f"{w}: value {spec!r} is not allowed; allowed: a table with min and/or "
+                             f"max, e.g. {{ max = 2e7 }}")
+        for k, v in spec.items():
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise SpaceError(f"{w}.{k}: value {v!r} is not a finite number")
+        lo, hi = spec.get("min"), spec.get("max")
+        if lo is not None and hi is not None and lo > hi:
+            raise SpaceError(f"{w}: min = {lo} > max = {hi} can never be met; allowed: min <= max")
+        if hi is not None and hi < 0:
+            raise SpaceError(f"{w}.max: value {hi} can never be met ({m} is never negative); "
+                             f"allowed: a number >= 0")
+        if lo is not None and lo > 1 and m in ("mfu", "hfu", "goodput"):
+            raise SpaceError(f"{w}.min: value {lo} can never be met ({m} is a fraction <= 1); "
+                             f"allowed: a number <= 1")
+        out.append(Constraint(m, None if lo is None else float(lo), None if hi is None else float(hi)))
+    return out
+
+
+def _objectives(where, raw, numeric) -> list[tuple[str, str]]:
+    if raw is None:
+        return list(DEFAULT_OBJECTIVES)
+    if not raw:
+        raise SpaceError(f"{where}: objectives: empty; allowed: metric = \"min\" | \"max\"")
+    out = []
+    for m, sense in raw.items():
+        if m not in numeric:
+            raise SpaceError(f"{where}: objectives.{m}: not a numeric metric{_suggest(m, numeric)}; "
+                             f"allowed: {', '.join(numeric)}")
+        if sense not in ("min", "max"):
+            raise SpaceError(f"{where}: objectives.{m}: value {sense!r} is not allowed; "
+                             f"allowed: 'min' or 'max'")
+        out.append((m, sense))
+    return out
+
+
+def _fingerprint(s: Space) -> str:
+    """sha256 of the normalised space (base as loaded, variables, derived, couplings, ...)."""
+    norm = {"base": s.base, "variables": [v.__dict__ for v in s.variables],
+            "derived": {k: e.text for k, e in s.derived.items()},
+            "couplings": {k: (v.text if isinstance(v, Expression) else v) for k, v in s.couplings.items()},
+            "constraints": [c.__dict__ for c in s.constraints], "objectives": s.objectives,
+            "search": s.search, "sweep": s.sweep}
+    blob = json.dumps(norm, sort_keys=True, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o))
+    return hashlib.sha256(blob.encode()).hexdigest()
