@@ -28,6 +28,7 @@ class ParallelPlan:
     sequence_parallel: np.ndarray    # bool, effective only when tp > 1
     overlap_grad_reduce: np.ndarray
     overlap_param_gather: np.ndarray
+    overlap_tp_comm: np.ndarray
     grad_reduce_bytes: np.ndarray
     global_batch: np.ndarray
 
@@ -52,6 +53,7 @@ class ParallelPlan:
                   sequence_parallel=np.asarray(v["parallelism.sequence_parallel"], bool),
                   overlap_grad_reduce=np.asarray(v["parallelism.overlap_grad_reduce"], bool),
                   overlap_param_gather=np.asarray(v["parallelism.overlap_param_gather"], bool),
+                  overlap_tp_comm=np.asarray(v["parallelism.overlap_tp_comm"], bool),
                   grad_reduce_bytes=v["parallelism.grad_reduce_bytes"].astype(float),
                   global_batch=v["training.global_batch"].astype(float))
         return cls(**{k: np.broadcast_to(a, (n,)) for k, a in kw.items()})

@@ -103,6 +103,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "sequence_parallel": Field("bool", True),
         "overlap_grad_reduce": Field("bool", True, doc="overlap DP gradient reduction with backward"),
         "overlap_param_gather": Field("bool", True, doc="overlap ZeRO parameter all-gathers with compute"),
+        "overlap_tp_comm": Field("bool", False, doc="overlap tensor-parallel collectives with GEMMs (Megatron-Core --tp-comm-overlap)"),
         "grad_reduce_bytes": Field("int", 4, lo=1, hi=4, doc="bytes per gradient element in the DP reduction (fp32 main grads: 4)"),
     },
     "system": {

@@ -9,7 +9,8 @@ Per layer and microbatch on one device of the slowest pipeline stage:
 * tensor-parallel collectives on the fabric the tensor group crosses:
   2 all-reduces forward and 2 backward (Shoeybi et al. 2019), or with
   sequence parallelism 2 all-gathers + 2 reduce-scatters each way
-  (Korthikanti et al. 2022, Sec. 4.2.2); not overlapped with compute.
+  (Korthikanti et al. 2022, Sec. 4.2.2); exposed unless ``overlap_tp_comm``,
+  which hides them behind the GEMMs they feed (only the excess is exposed).
 * recompute: full repeats the forward (with its collectives), selective
   repeats the attention core (Korthikanti et al. 2022, Sec. 5).
 
@@ -105,15 +106,20 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     tp_collective = np.where(sp, 2 * fab.all_gather(tp_bytes, 1.0, t) + 2 * fab.reduce_scatter(tp_bytes, 1.0, t),
                              2 * fab.all_reduce(tp_bytes, 1.0, t))
     tp_collective = np.where(t > 1, tp_collective, 0.0)
+    # with TP overlap the collectives are pipelined with the GEMMs they feed (forward: the layer's
+    # GEMMs; backward: the data- and weight-gradient GEMMs, twice as long): only the excess is exposed
+    tp_exposed = np.where(plan.overlap_tp_comm, np.maximum(tp_collective - t_gemm, 0.0), tp_collective)
+    tp_exposed_bwd = np.where(plan.overlap_tp_comm, np.maximum(tp_collective - 2.0 * t_gemm, 0.0),
+                              tp_collective)
 
     fwd_compute = t_gemm + t_attn + t_mem + t_softmax
     bwd_compute = 2.0 * fwd_compute
     rc_full = plan.recompute == 2
     rc_sel = plan.recompute == 1
     rc_compute = np.where(rc_full, fwd_compute, np.where(rc_sel, t_attn + t_softmax, 0.0))
-    rc_comm = np.where(rc_full, tp_collective, 0.0)
+    rc_comm = np.where(rc_full, tp_exposed, 0.0)
     layer_compute = fwd_compute + bwd_compute + rc_compute
-    layer_comm = 2.0 * tp_collective + rc_comm
+    layer_comm = tp_exposed + tp_exposed_bwd + rc_comm
 
     # --- output layer (last stage): logits GEMM, cross-entropy; embedding lookup is negligible
     logit_flops = logits_flops_per_token(m) * tokens_mb / t

@@ -1,0 +1,51 @@
+"""Step time against published training runs (tests/validation/published_runs.csv).
+
+Bounds from issue 2: MAPE <= 5 % over the set, no run worse than 12 %.
+The calibration constants in explore/calibration.py were fitted on this set
+(`python -m explore.validation --fit`); the errors are in-sample.
+"""
+import numpy as np
+import pytest
+
+from explore import validation as V
+from explore.scenario import load_scenario
+
+CASES = V.load_cases()
+
+
+def test_every_published_run_has_a_scenario():
+    rows = V.load_rows()
+    assert len(rows) == 27
+    assert [c[0] for c in CASES] == [r["run_id"] for r in rows]
+
+
+@pytest.mark.parametrize("row", V.load_rows(), ids=lambda r: r["run_id"])
+def test_committed_scenarios_match_the_csv(row):
+    """The shipped scenario files are exactly what the CSV and the stated assumptions give."""
+    committed = load_scenario(V.SCENARIO_DIR / f"{row['run_id']}.toml")
+    assert committed == V.build_scenario(row)
+
+
+@pytest.fixture(scope="module")
+def errors():
+    return dict(zip([c[0] for c in CASES], V.errors(CASES)))
+
+
+@pytest.mark.parametrize("run_id", [c[0] for c in CASES])
+def test_step_time_within_12_percent(errors, run_id):
+    assert abs(errors[run_id]) <= 0.12, f"{run_id}: error {100 * errors[run_id]:.1f} %"
+
+
+def test_mape_at_most_5_percent(errors):
+    mape = float(np.mean(np.abs(list(errors.values()))))
+    assert mape <= 0.05, f"MAPE {100 * mape:.2f} %"
+
+
+def test_mfu_of_korthikanti_runs_matches_published():
+    """Table 5 / Megatron README MFU (41.5 % ... 56.3 %) within 12 % relative."""
+    from explore.evaluate import evaluate
+    for row in V.load_rows():
+        if row["run_id"].startswith("korthikanti") and row["mfu_pct"]:
+            sc = load_scenario(V.SCENARIO_DIR / f"{row['run_id']}.toml")
+            mfu = float(evaluate(sc)["mfu"][0])
+            assert mfu == pytest.approx(float(row["mfu_pct"]) / 100, rel=0.12), row["run_id"]
