@@ -42,10 +42,8 @@ class ParallelPlan:
         dev = v["system.devices"].astype(float)
         dp = v["parallelism.dp"].astype(float) if "parallelism.dp" in v else np.maximum(
             np.floor(dev / (tp * pp * cp)), 1.0)
-        code = {name: i for i, name in enumerate(RECOMPUTE)}
-        rc = np.vectorize(code.__getitem__, otypes=[float])(v["parallelism.recompute"]) \
-            if len(np.unique(v["parallelism.recompute"])) > 1 else \
-            np.full(n, float(code[str(v["parallelism.recompute"][0])]))
+        rc_labels = v["parallelism.recompute"]
+        rc = sum(float(i) * (rc_labels == name) for i, name in enumerate(RECOMPUTE))
         kw = dict(tp=tp, pp=pp, dp=dp, cp=cp,
                   microbatch=v["parallelism.microbatch"].astype(float),
                   virtual_stages=v["parallelism.virtual_stages"].astype(float),

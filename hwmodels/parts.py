@@ -91,12 +91,26 @@ def get_part(kind: str, pid: str) -> dict:
     return cat[kind][pid]
 
 
+_CODES_CACHE: list = [None, None, None]  # (ids array, unique ids, inverse) of the last call
+
+
+def _codes(arr: np.ndarray):
+    """Unique ids and inverse indices; a broadcast scalar (stride 0) skips the sort."""
+    if arr.ndim == 1 and arr.size > 1 and arr.strides[0] == 0:
+        return arr[:1], np.zeros(arr.shape, dtype=np.intp)
+    if _CODES_CACHE[0] is arr:
+        return _CODES_CACHE[1], _CODES_CACHE[2]
+    uniq, inv = np.unique(arr, return_inverse=True)
+    _CODES_CACHE[:] = [arr, uniq, inv.reshape(arr.shape)]
+    return uniq, _CODES_CACHE[2]
+
+
 def lookup(kind: str, ids, field: str) -> np.ndarray:
     """Vectorised field lookup: ``ids`` is an array of part ids, returns the field per id.
 
-    Unique ids are resolved once, then broadcast with ``np.take`` (no per-design loop).
+    Unique ids are resolved once, then broadcast by indexing (no per-design loop).
     """
     arr = np.asarray(ids)
-    uniq, inv = np.unique(arr, return_inverse=True)
+    uniq, inv = _codes(arr)
     vals = np.array([float(get_part(kind, str(u))[field]) for u in uniq])
-    return vals[inv.reshape(arr.shape)]
+    return vals[inv]
