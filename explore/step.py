@@ -43,31 +43,57 @@ def group_span(stride, size, domain):
 
 
 class Fabric:
-    """Effective per-device bandwidths a collective sees (link efficiency and oversubscription)."""
+    """Effective per-device bandwidths a collective sees (link efficiency and oversubscription).
+
+    The scale-out part is placed on the design's network family by
+    ``topologies.placement.Placement`` (contention from oversubscription, rails,
+    dragonfly global links, torus rings shared by interleaved groups, circuits
+    that follow the plan). A ``SystemSpec`` without a ``network`` keeps the
+    foundation's flat fat-tree.
+    """
 
     def __init__(self, s: SystemSpec, c: cal.Calibration):
         self.su_bw = s.su_bandwidth_bps * c.link_efficiency
         self.su_lat = s.su_latency_s
-        self.so_bw = s.so_bandwidth_bps * c.link_efficiency / s.oversubscription
+        self.so_bw = s.so_bandwidth_bps * c.scale_out_link_efficiency / s.oversubscription
         self.so_lat = s.so_latency_s
         self.domain = s.su_size
+        self.place = None
+        if getattr(s, "network", None) is not None:
+            from topologies.placement import Placement
+            self.place = Placement(s.network, s.su_size, s.so_bandwidth_bps, s.so_latency_s,
+                                   s.nics_per_device, s.nic_bandwidth_bps, c.scale_out_link_efficiency,
+                                   s.oversubscription, s.switch_radix, s.devices)
 
     def all_reduce(self, size_bytes, stride, n):
         inner, outer = group_span(stride, n, self.domain)
-        return coll.hierarchical_all_reduce_s(size_bytes, inner, self.su_bw, self.su_lat,
-                                              outer, self.so_bw, self.so_lat)
+        if self.place is None:
+            return coll.hierarchical_all_reduce_s(size_bytes, inner, self.su_bw, self.su_lat,
+                                                  outer, self.so_bw, self.so_lat)
+        t_in = coll.ring_reduce_scatter_s(size_bytes, inner, self.su_bw, self.su_lat)
+        shard = np.asarray(size_bytes) / inner
+        return 2 * t_in + self.place.outer_all_reduce(shard, stride, outer) + self.place.reconfiguration_stall(outer)
+
+    def _reduce_scatter(self, size_bytes, stride, n):
+        inner, outer = group_span(stride, n, self.domain)
+        if self.place is None:
+            return coll.hierarchical_reduce_scatter_s(size_bytes, inner, self.su_bw, self.su_lat,
+                                                      outer, self.so_bw, self.so_lat), outer
+        t_in = coll.ring_reduce_scatter_s(size_bytes, inner, self.su_bw, self.su_lat)
+        return t_in + self.place.outer_reduce_scatter(np.asarray(size_bytes) / inner, stride, outer), outer
 
     def reduce_scatter(self, size_bytes, stride, n):
-        inner, outer = group_span(stride, n, self.domain)
-        return coll.hierarchical_reduce_scatter_s(size_bytes, inner, self.su_bw, self.su_lat,
-                                                  outer, self.so_bw, self.so_lat)
+        t, outer = self._reduce_scatter(size_bytes, stride, n)
+        return t if self.place is None else t + self.place.reconfiguration_stall(outer)
 
-    all_gather = reduce_scatter
+    def all_gather(self, size_bytes, stride, n):
+        return self._reduce_scatter(size_bytes, stride, n)[0]
 
     def p2p(self, size_bytes, stride):
         cross = stride >= self.domain
-        return np.where(cross, coll.p2p_s(size_bytes, self.so_bw, self.so_lat),
-                        coll.p2p_s(size_bytes, self.su_bw, self.su_lat))
+        so = (coll.p2p_s(size_bytes, self.so_bw, self.so_lat) if self.place is None
+              else self.place.p2p(size_bytes, stride))
+        return np.where(cross, so, coll.p2p_s(size_bytes, self.su_bw, self.su_lat))
 
 
 def stage_layers(m: ModelSpec, plan: ParallelPlan):
@@ -165,8 +191,11 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     z3 = (zero == 3) & (dp > 1)
     t_z3 = np.where(z3, 2.0 * mb * fab.all_gather(params_dev * 2.0, dp_stride, dp), 0.0)
     t_ag = np.where(z3, 0.0, t_ag)
-    last_bwd = n_full * (bwd_compute + rc_compute + 1.5 * tp_collective)
-    first_fwd = n_full * (fwd_compute + tp_collective)
+    # overlap windows: the wall time of the last microbatch's backward (incl. recompute and exposed
+    # TP collectives) and of the first microbatch's forward; both are part of pipe_steady, so a
+    # faster fabric never lengthens the step
+    last_bwd = n_full * (bwd_compute + rc_compute + tp_exposed_bwd + rc_comm)
+    first_fwd = n_full * (fwd_compute + tp_exposed)
     dp_exposed = (np.where(plan.overlap_grad_reduce, np.maximum(t_rs - last_bwd, 0.0), t_rs)
                   + np.where(plan.overlap_param_gather, np.maximum(t_ag - first_fwd, 0.0), t_ag))
     z3_exposed = np.where(plan.overlap_param_gather, np.maximum(t_z3 - pipe_steady, 0.0), t_z3)
