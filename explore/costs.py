@@ -50,6 +50,31 @@ def capex_and_power(s: SystemSpec) -> tuple[dict, dict]:
     return capex, power, bom
 
 
+def split_accelerator(s: SystemSpec, capex: dict, energy: dict) -> None:
+    """Replace the accelerator capex and energy entries by hardware components (in place).
+
+    Only for a parametric accelerator (``s.accelerator_parts`` from
+    ``hwmodels.package.build``): capex splits by each component's share of the
+    unit cost (price = cost x markup, so shares carry over); idle energy by
+    static-power shares, busy energy by dynamic-power-at-TDP shares. Totals are
+    unchanged.
+    """
+    hw = s.accelerator_parts
+    if hw is None:
+        return
+    total = capex.pop("accelerators")
+    cost = {k[len("cost_usd_"):]: v for k, v in hw.items() if k.startswith("cost_usd_")}
+    csum = sum(cost.values())
+    for k, v in cost.items():
+        capex[k] = total * np.where(csum > 0, v / csum, 0.0)
+    e_idle, e_busy = energy.pop("accelerators_idle"), energy.pop("accelerators_busy")
+    for prefix, e in (("static_power_w_", e_idle), ("dynamic_power_w_", e_busy)):
+        parts = {k[len(prefix):]: v for k, v in hw.items() if k.startswith(prefix)}
+        psum = sum(parts.values())
+        for k, v in parts.items():
+            energy[k] = energy.get(k, 0.0) + e * np.where(psum > 0, v / psum, 0.0)
+
+
 def energy_and_cost(s: SystemSpec, step_time_s, busy_time_s, tokens_per_step, goodput,
                     pue, usd_per_kwh, lifetime_years) -> dict[str, np.ndarray]:
     capex, static_power, bom = capex_and_power(s)
@@ -60,6 +85,7 @@ def energy_and_cost(s: SystemSpec, step_time_s, busy_time_s, tokens_per_step, go
     it_energy = sum(energy.values())
     facility_energy = it_energy * pue
     energy["facility_overhead"] = it_energy * (pue - 1.0)
+    split_accelerator(s, capex, energy)  # issue 3: parametric accelerator components
     capex_total = sum(capex.values())
     amort_usd = capex_total / (lifetime_years * SECONDS_PER_YEAR) * step_time_s
     energy_usd = facility_energy / 3.6e6 * usd_per_kwh

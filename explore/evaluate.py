@@ -16,7 +16,7 @@ from explore.plan import ParallelPlan, bubble_fraction, check_rules
 from explore.reliability import goodput as goodput_model
 from explore.scenario import Resolved, resolve
 from explore.step import step_model
-from explore.system import SystemSpec, build_system
+from explore.system import SystemSpec, build_system, hardware_invalid
 from explore.workload import ModelSpec, model_flops_per_token, total_params
 
 UNITS = {
@@ -68,6 +68,10 @@ def evaluate_resolved(r: Resolved, calibration: cal.Calibration = cal.DEFAULT) -
 
 def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v, c) -> dict:
     valid, reason = check_rules(model, plan, system.devices, system.peak_flops > 0)
+    hw_bad, hw_reason = hardware_invalid(system)  # issue 3: reticle, shoreline, interposer, power
+    hw_bad = hw_bad & valid
+    reason[hw_bad] = hw_reason[hw_bad]
+    valid = valid & ~hw_bad
     with np.errstate(divide="ignore", invalid="ignore"):
         st = step_model(model, plan, system, flash, c)
         tokens_per_step = plan.global_batch * model.seq_len
@@ -109,7 +113,7 @@ def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v,
     reason[gp_bad] = "reliability: interruptions outpace checkpoints (goodput <= 0)"
     valid = valid & fits & gp_ok
     rule_bad = reason != ""
-    rule_bad &= ~(mem_bad | gp_bad)
+    rule_bad &= ~(mem_bad | gp_bad | hw_bad)
     for k, a in out.items():
         if a.dtype.kind == "f":
             out[k] = np.where(rule_bad, np.nan, a)

@@ -143,6 +143,35 @@ ACCEL_FIELDS = ("peak_flops_bf16", "peak_flops_fp16", "peak_flops_fp8", "hbm_cap
                 "host_price_usd", "interruptions_per_hour")
 # Extension point: later modules register extra inline-accelerator keys (parametric hardware).
 ACCEL_EXTRA_FIELDS: dict[str, Field] = {}
+# Parametric accelerator (issue 3, hwmodels.package): any of these keys makes the inline
+# accelerator parametric; keys left out take the value of the reconstruction of `base`
+# (hwmodels/catalog/accelerator_designs.toml; h100-sxm-80gb without a base).
+ACCEL_EXTRA_FIELDS.update({
+    "compute_dies": Field("int", None, lo=1, doc="compute dies in the package"),
+    "die_area_mm2": Field("float", None, lo=0, lo_open=True, doc="area of one compute die"),
+    "node": Field("id", None, catalog="process_nodes", doc="compute-die process node"),
+    "matrix_fraction": Field("float", None, lo=0, lo_open=True, hi=1, doc="share of die area in matrix units"),
+    "clock_hz": Field("float", None, lo=0, lo_open=True, doc="default: the node's clock"),
+    "hbm": Field("id", None, catalog="hbm", doc="HBM generation"),
+    "hbm_stacks": Field("int", None, lo=0),
+    "hbm_stack_capacity_bytes": Field("float", None, lo=0, lo_open=True, doc="default: the generation's"),
+    "hbm_stack_bandwidth_bytes_per_s": Field("float", None, lo=0, lo_open=True, doc="default: the generation's"),
+    "package": Field("id", None, catalog="packaging", doc="package technology"),
+    "d2d": Field("id", None, catalog="d2d", doc="die-to-die link class"),
+    "d2d_bandwidth_bps": Field("float", None, lo=0, doc="per compute die per direction; default: its HBM share"),
+    "io_dies": Field("int", None, lo=0, doc="I/O (base) dies carrying HBM PHYs and off-package I/O"),
+    "io_die_area_mm2": Field("float", None, lo=0),
+    "io_node": Field("id", None, catalog="process_nodes"),
+    "optical_io": Field("int", None, lo=0, doc="optical I/O chiplets on the package"),
+    "optical_io_type": Field("id", None, catalog="io_chiplets"),
+    "io_bandwidth_bps": Field("float", None, lo=0, doc="electrical off-package I/O per direction"),
+    "board_power_w": Field("float", None, lo=0),
+    "board_cost_usd": Field("float", None, lo=0),
+    "power_limit_w": Field("float", None, lo=0, lo_open=True, doc="package power limit (cooling)"),
+    "nre_volume": Field("float", None, lo=0, doc="units over which NRE is amortised; 0 = not amortised"),
+    "price_markup": Field("float", None, lo=0, lo_open=True,
+                          doc="price / manufacturing cost; default: the base part's price / its reconstruction's cost"),
+})
 
 
 def _suggest(key: str, allowed) -> str:

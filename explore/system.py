@@ -10,7 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from explore.scenario import ACCEL_FIELDS
+from explore.scenario import ACCEL_EXTRA_FIELDS, ACCEL_FIELDS
+from hwmodels import package as hw_package
+from hwmodels.codes import codes as hw_codes
 from hwmodels.parts import lookup
 
 
@@ -45,11 +47,21 @@ class SystemSpec:
     switch_cost_usd: np.ndarray
     transceiver_power_w: np.ndarray
     transceiver_cost_usd: np.ndarray
+    # --- parametric accelerator (issue 3, hwmodels.package); defaults keep catalog parts unchanged.
+    # Fields with defaults must stay last. hbm_bandwidth_bytes_per_s above is already the
+    # effective bandwidth, capped by die-to-die links for multi-die parts.
+    hw_invalid_code: np.ndarray = 0.0            # index into hwmodels.package.REASONS, 0 = feasible
+    d2d_energy_per_memory_byte_j: np.ndarray = 0.0  # die-to-die energy per byte of HBM traffic
+    d2d_latency_s: np.ndarray = 0.0              # one die-to-die crossing
+    io_bandwidth_bps: np.ndarray = np.inf        # off-package I/O the package offers, per direction
+    accelerator_parts: dict | None = None        # per-component cost and power shares (costs.py)
 
 
 def accelerator_arrays(r) -> dict[str, np.ndarray]:
     """Accelerator fields: catalog entry of ``system.accelerator`` then inline overrides."""
     v = r.values
+    if any(f"system.accelerator.{k}" in v for k in ACCEL_EXTRA_FIELDS):
+        return parametric_accelerator_arrays(r)
     out: dict[str, np.ndarray] = {}
     ids = v.get("system.accelerator")
     for f in ACCEL_FIELDS:
@@ -59,6 +71,78 @@ def accelerator_arrays(r) -> dict[str, np.ndarray]:
         elif ids is not None:
             out[f] = np.broadcast_to(lookup("accelerators", ids, f), (r.n,))
     return out
+
+
+def parametric_accelerator_arrays(r) -> dict[str, np.ndarray]:
+    """Accelerator fields derived from parameters by ``hwmodels.package.build`` (issue 3).
+
+    Parameters not given take the reconstruction of ``base`` (or of
+    ``hwmodels.package.DEFAULT_DESIGN``); giving ``hbm`` resets the per-stack
+    capacity and bandwidth to that generation's, ``node`` resets the clock to
+    the node's, and a multi-die part without ``d2d_bandwidth_bps`` provisions
+    each die's share of the HBM bandwidth. Price = manufacturing cost x
+    markup, the markup defaulting to base price / base reconstruction cost.
+    Explicit ACCEL_FIELDS overrides (e.g. ``price_usd``) still win.
+    """
+    v, n = r.values, r.n
+    base = v.get("system.accelerator", np.array([hw_package.DEFAULT_DESIGN]))
+    uniq, code = hw_codes(np.broadcast_to(base, (n,)))
+    known = set(hw_package.design_ids())
+    design = np.array([u if u in known else hw_package.DEFAULT_DESIGN for u in uniq])
+    dflt = hw_package.design_params(design)
+    given = {k: v[f"system.accelerator.{k}"] for k in ACCEL_EXTRA_FIELDS if f"system.accelerator.{k}" in v}
+
+    def pick(k, fallback=None):
+        if k in given:
+            return np.broadcast_to(given[k], (n,))
+        if fallback is not None:
+            return np.broadcast_to(fallback, (n,))
+        return np.broadcast_to(dflt[k], (len(uniq),))[code]
+
+    p = {k: pick(k) for k in tuple(hw_package.PARAMS) + tuple(hw_package.IDS)}
+    if "hbm" in given:
+        gen = hw_package.hbm.generation(p["hbm"])
+        p["hbm_stack_capacity_bytes"] = pick("hbm_stack_capacity_bytes", gen["capacity_bytes"])
+        p["hbm_stack_bandwidth_bytes_per_s"] = pick("hbm_stack_bandwidth_bytes_per_s", gen["bandwidth_bytes_per_s"])
+    if "node" in given and "clock_hz" not in given:
+        p["clock_hz"] = hw_package.compute_die.NodeArrays.of(p["node"]).clock_hz
+    if "d2d_bandwidth_bps" not in given:
+        share = p["hbm_stacks"] * p["hbm_stack_bandwidth_bytes_per_s"] * 8.0 / p["compute_dies"]
+        p["d2d_bandwidth_bps"] = np.where(p["d2d_bandwidth_bps"] > 0, p["d2d_bandwidth_bps"], share)
+    hw = hw_package.build(p)
+    base_ids = design  # catalog accelerators with these ids give price, host and reliability figures
+    base_cost = hw_package.build(dflt)["unit_cost_usd"]
+    base_price = lookup("accelerators", base_ids, "price_usd")
+    markup = pick("price_markup") if "price_markup" in given else (base_price / base_cost)[code]
+    out = {k: hw[k] for k in ("peak_flops_bf16", "peak_flops_fp16", "peak_flops_fp8", "hbm_capacity_bytes",
+                              "hbm_bandwidth_bytes_per_s", "tdp_w", "idle_power_w")}
+    out["price_usd"] = hw["unit_cost_usd"] * markup
+    for f in ("host_power_w", "host_price_usd", "interruptions_per_hour"):
+        out[f] = lookup("accelerators", base_ids, f)[code]
+    for f in ACCEL_FIELDS:
+        if f"system.accelerator.{f}" in v:
+            out[f] = np.broadcast_to(v[f"system.accelerator.{f}"].astype(float), (n,))
+    out["hw"] = hw
+    return out
+
+
+def hardware_invalid(s: SystemSpec) -> tuple[np.ndarray, np.ndarray]:
+    """Per-design (invalid mask, reason) of a parametric accelerator's hardware limits."""
+    code = np.broadcast_to(np.asarray(s.hw_invalid_code), s.devices.shape).astype(np.intp)
+    return code > 0, np.asarray(hw_package.REASONS, dtype=object)[code]
+
+
+def _parametric_kw(acc: dict, su_bw) -> dict:
+    """SystemSpec fields of a parametric accelerator, incl. the scale-up I/O feasibility check."""
+    hw = acc.get("hw")
+    if hw is None:
+        return {}
+    code = np.where((hw["invalid_code"] == 0) & (su_bw > hw["io_bandwidth_bps"] * (1 + 1e-9)),
+                    float(hw_package.REASONS.index(
+                        "scale-up bandwidth exceeds the package's off-package I/O bandwidth")),
+                    hw["invalid_code"])
+    return dict(hw_invalid_code=code, d2d_energy_per_memory_byte_j=hw["d2d_energy_per_memory_byte_j"],
+                d2d_latency_s=hw["d2d_latency_s"], io_bandwidth_bps=hw["io_bandwidth_bps"])
 
 
 def _link(r, table: str):
@@ -106,4 +190,7 @@ def build_system(r) -> SystemSpec:
         transceiver_power_w=lookup("switches", tr, "power_w"),
         transceiver_cost_usd=lookup("switches", tr, "cost_usd"),
     )
-    return SystemSpec(**{k: np.broadcast_to(np.asarray(a, dtype=float), (n,)) for k, a in kw.items()})
+    kw.update(_parametric_kw(acc, su_bw))  # issue 3: parametric accelerator
+    parts = acc["hw"] if "hw" in acc else None
+    return SystemSpec(**{k: np.broadcast_to(np.asarray(a, dtype=float), (n,)) for k, a in kw.items()},
+                      accelerator_parts=parts)
