@@ -13,7 +13,7 @@ import numpy as np
 from explore.scenario import ACCEL_EXTRA_FIELDS, ACCEL_FIELDS
 from hwmodels import package as hw_package
 from hwmodels.codes import codes as hw_codes
-from hwmodels.parts import lookup
+from hwmodels.parts import lookup, part_ids
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ def parametric_accelerator_arrays(r) -> dict[str, np.ndarray]:
     """
     v, n = r.values, r.n
     base = v.get("system.accelerator", np.array([hw_package.DEFAULT_DESIGN]))
-    uniq, code = hw_codes(np.broadcast_to(base, (n,)))
+    uniq, code = hw_codes(np.broadcast_to(base, (n,)), part_ids("accelerators"))
     known = set(hw_package.design_ids())
     design = np.array([u if u in known else hw_package.DEFAULT_DESIGN for u in uniq])
     dflt = hw_package.design_params(design)
