@@ -2,8 +2,9 @@
 
 Accelerator power follows a busy/idle model: idle power all the time plus
 (TDP - idle) while computing (the step model's busy time). Hosts, scale-up
-switches, NICs, scale-out switches and transceivers draw their rated power
-for the whole step. Facility energy = IT energy x PUE. Capex is amortised
+switches, NICs and the scale-out network (switches, transceivers, OCS,
+copper cables, fibre; ``topologies.bom``) draw their rated power for the
+whole step. Facility energy = IT energy x PUE. Capex is amortised
 linearly over ``lifetime_years`` (Epoch AI's straight-line depreciation,
 hardware.md sec. 7 [E3]); electricity at ``electricity_usd_per_kwh``.
 """
@@ -18,14 +19,38 @@ SECONDS_PER_YEAR = 365.25 * 86400.0
 
 
 def network_bom(s: SystemSpec) -> dict[str, np.ndarray]:
-    """Scale-out fat-tree sized for all NIC ports (endpoints = devices * nics_per_device)."""
+    """Scale-out fabric counts (endpoints = devices * nics_per_device) plus, under the keys
+    ``capex_usd`` and ``power_w``, its components by ``topologies.bom.COMPONENTS``.
+
+    With ``s.network`` (issue 4) every family and link technology is costed by
+    ``topologies.bom``; without it, the foundation's fat-tree with fixed-power
+    transceivers."""
     endpoints = np.ceil(s.devices * s.nics_per_device)
+    single_domain = s.devices <= s.su_size
+    net = getattr(s, "network", None)
+    if net is not None:
+        from topologies import bom as net_bom
+        counts, capex, power = net_bom.network_bom(
+            net, s.devices, s.su_size, s.nics_per_device, s.nic_bandwidth_bps, s.switch_radix,
+            s.switch_port_bandwidth_bps, s.oversubscription, s.switch_power_w, s.switch_cost_usd)
+        zero = lambda d: {k: np.where(single_domain, 0.0, v) for k, v in d.items()}  # noqa: E731
+        out = zero({k: v for k, v in counts.items() if k != "link_budget_margin_db"})
+        out["link_budget_margin_db"] = np.where(single_domain, np.inf, counts["link_budget_margin_db"])
+        out["reconfig_s_per_step"] = np.where(single_domain, 0.0, net.reconfigs_per_step * net.ocs_reconfig_s
+                                              * (net.family == 5))
+        out["nics"] = np.where(single_domain, 0.0, endpoints)
+        out["capex_usd"], out["power_w"] = zero(capex), zero(power)
+        return out
     # a NIC port faster than the switch port uses several switch ports
     ports_per_nic = np.maximum(np.ceil(s.nic_bandwidth_bps / s.switch_port_bandwidth_bps), 1.0)
-    single_domain = s.devices <= s.su_size
     bom = fat_tree.bill_of_materials(endpoints * ports_per_nic, s.switch_radix, s.oversubscription)
-    return {k: np.where(single_domain, 0.0, v) for k, v in bom.items()} | {
+    out = {k: np.where(single_domain, 0.0, v) for k, v in bom.items()} | {
         "nics": np.where(single_domain, 0.0, endpoints)}
+    out["capex_usd"] = {"switches": out["switches"] * s.switch_cost_usd,
+                        "transceivers": out["transceivers"] * s.transceiver_cost_usd}
+    out["power_w"] = {"switches": out["switches"] * s.switch_power_w,
+                      "transceivers": out["transceivers"] * s.transceiver_power_w}
+    return out
 
 
 def capex_and_power(s: SystemSpec) -> tuple[dict, dict]:
@@ -36,16 +61,14 @@ def capex_and_power(s: SystemSpec) -> tuple[dict, dict]:
         "hosts": s.devices * s.host_price_usd,
         "scale_up": s.devices * s.su_cost_usd,
         "nics": bom["nics"] * s.nic_cost_usd,
-        "switches": bom["switches"] * s.switch_cost_usd,
-        "transceivers": bom["transceivers"] * s.transceiver_cost_usd,
+        **bom["capex_usd"],
     }
     power = {
         "accelerators_idle": s.devices * s.idle_power_w,
         "hosts": s.devices * s.host_power_w,
         "scale_up": s.devices * s.su_power_w,
         "nics": bom["nics"] * s.nic_power_w,
-        "switches": bom["switches"] * s.switch_power_w,
-        "transceivers": bom["transceivers"] * s.transceiver_power_w,
+        **bom["power_w"],
     }
     return capex, power, bom
 
@@ -105,4 +128,8 @@ def energy_and_cost(s: SystemSpec, step_time_s, busy_time_s, tokens_per_step, go
         out[f"power_w_{k}"] = v / step_time_s
     out["network_switches"] = bom["switches"]
     out["network_transceivers"] = bom["transceivers"]
+    for k in ("ocs", "ocs_ports", "fibres", "fibre_m", "copper_cables", "link_budget_margin_db",
+              "laser_power_w_per_lane", "reconfig_s_per_step"):
+        if k in bom:  # issue 4: network inventory and optical link budget
+            out[f"network_{k}"] = bom[k]
     return out

@@ -65,6 +65,10 @@ def model_presets() -> dict[str, dict]:
 
 
 PRECISIONS = ("bf16", "fp16", "fp8")
+# scale-out network choices (issue 4); kept here so the schema stays the one place of truth
+SCALE_OUT_TOPOLOGIES = ("fat-tree", "rail-optimized", "torus", "dragonfly", "ocs-torus", "ocs-reconfigurable")
+OPTICS = ("copper", "pluggable", "lpo", "cpo", "optical-io")
+RECONFIG_POLICIES = ("per-job", "per-step", "per-phase")
 RECOMPUTE = ("none", "selective", "full")
 
 SCHEMA: dict[str, dict[str, Field]] = {
@@ -117,12 +121,26 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "latency_s": Field("float", None, lo=0, doc="default: the link's"),
     },
     "system.scale_out": {
-        "topology": Field("choice", "fat-tree", choices=("fat-tree",)),
+        "topology": Field("choice", "fat-tree", choices=SCALE_OUT_TOPOLOGIES,
+                          doc="network family (topologies.network.FAMILIES)"),
         "link": Field("id", "ib-ndr-400", catalog="links"),
-        "nics_per_device": Field("float", 1.0, lo=0, lo_open=True),
+        "nics_per_device": Field("float", 1.0, lo=0, lo_open=True,
+                                 doc="NIC ports per device; on a torus, its torus ports"),
         "oversubscription": Field("float", 1.0, lo=1.0),
         "switch": Field("id", "quantum-2-qm9700", catalog="switches"),
-        "transceiver": Field("id", "transceiver-400g-osfp-dr4", catalog="switches"),
+        "optics": Field("choice", "pluggable", choices=OPTICS,
+                        doc="link technology of every network link end (copper only within reach)"),
+        "transceiver": Field("id", None, catalog="switches",
+                             doc="fixed module power/cost for optical link ends; default: the optics link budget"),
+        "torus_x": Field("int", None, lo=1, doc="torus dimensions in scale-up nodes; default: near-cubic"),
+        "torus_y": Field("int", None, lo=1),
+        "torus_z": Field("int", None, lo=1),
+        "cube_dim": Field("int", 4, lo=1, doc="ocs-torus: nodes per cube edge (TPU v4: 4)"),
+        "ocs": Field("id", "palomar-136", catalog="ocs", doc="optical circuit switch (ocs-* families)"),
+        "ocs_reconfig_s": Field("float", None, lo=0, doc="default: the OCS's"),
+        "ocs_insertion_loss_db": Field("float", None, lo=0, doc="default: the OCS's"),
+        "reconfiguration": Field("choice", "per-job", choices=RECONFIG_POLICIES,
+                                 doc="ocs-reconfigurable: when circuits are re-set"),
         "bandwidth_bps": Field("float", None, lo=0, lo_open=True, doc="per NIC per direction; default: the link's"),
         "latency_s": Field("float", None, lo=0, doc="default: the link's"),
     },

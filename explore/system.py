@@ -55,6 +55,7 @@ class SystemSpec:
     d2d_latency_s: np.ndarray = 0.0              # one die-to-die crossing
     io_bandwidth_bps: np.ndarray = np.inf        # off-package I/O the package offers, per direction
     accelerator_parts: dict | None = None        # per-component cost and power shares (costs.py)
+    network: object | None = None                # issue 4: topologies.network.NetworkSpec (None: legacy fat-tree)
 
 
 def accelerator_arrays(r) -> dict[str, np.ndarray]:
@@ -167,7 +168,7 @@ def build_system(r) -> SystemSpec:
     nic_bw, so_lat, nic_pw, nic_cost = _link(r, "system.scale_out")
     nics = v["system.scale_out.nics_per_device"].astype(float)
     sw = v["system.scale_out.switch"]
-    tr = v["system.scale_out.transceiver"]
+    tr = v.get("system.scale_out.transceiver")
     kw = dict(
         devices=v["system.devices"].astype(float), peak_flops=peak,
         peak_flops_bf16=acc["peak_flops_bf16"],
@@ -187,10 +188,54 @@ def build_system(r) -> SystemSpec:
         switch_port_bandwidth_bps=lookup("switches", sw, "port_bandwidth_bps"),
         switch_power_w=lookup("switches", sw, "power_w"),
         switch_cost_usd=lookup("switches", sw, "cost_usd"),
-        transceiver_power_w=lookup("switches", tr, "power_w"),
-        transceiver_cost_usd=lookup("switches", tr, "cost_usd"),
+        transceiver_power_w=np.nan if tr is None else lookup("switches", tr, "power_w"),
+        transceiver_cost_usd=np.nan if tr is None else lookup("switches", tr, "cost_usd"),
     )
     kw.update(_parametric_kw(acc, su_bw))  # issue 3: parametric accelerator
     parts = acc["hw"] if "hw" in acc else None
     return SystemSpec(**{k: np.broadcast_to(np.asarray(a, dtype=float), (n,)) for k, a in kw.items()},
-                      accelerator_parts=parts)
+                      accelerator_parts=parts, network=network_spec(r))
+
+
+def network_spec(r):
+    """The scale-out network of every design (issue 4): family and optics codes, torus dimensions,
+    OCS part, reconfiguration policy and the plan's traffic per scale-up node for circuit planning."""
+    from topologies import network as net
+    from topologies import reconfig
+    v, n = r.values, r.n
+    f = lambda k: np.broadcast_to(np.asarray(v[k], dtype=float), (n,))  # noqa: E731
+    so = "system.scale_out."
+    devices, su = f("system.devices"), f("system.scale_up.size")
+    nodes = np.maximum(np.floor(devices / su), 1.0)
+    dflt = net.balanced_dims(nodes)
+    given = [v.get(so + k) for k in ("torus_x", "torus_y", "torus_z")]
+    dims = [np.broadcast_to(np.asarray(g, dtype=float), (n,)) if g is not None else d
+            for g, d in zip(given, dflt)]
+    if given[0] is not None and given[1] is not None and given[2] is None:
+        dims[2] = np.maximum(np.ceil(nodes / (dims[0] * dims[1])), 1.0)
+    ocs_id = np.broadcast_to(v[so + "ocs"], (n,))
+    il = v.get(so + "ocs_insertion_loss_db")
+    rs = v.get(so + "ocs_reconfig_s")
+    tp, pp = f("parallelism.tp"), f("parallelism.pp")
+    dp = f("parallelism.dp") if "parallelism.dp" in v else np.maximum(np.floor(devices / (tp * pp)), 1.0)
+    mbs = f("parallelism.microbatch")
+    gb, seq = f("training.global_batch"), f("model.seq_len")
+    dp_b, pp_b = reconfig.plan_traffic_bytes(f("model.layers"), f("model.hidden"), seq, mbs,
+                                             np.maximum(gb / (dp * mbs), 1.0), tp, pp,
+                                             f("parallelism.virtual_stages"), f("parallelism.grad_reduce_bytes"))
+    policy = net.codes(np.broadcast_to(v[so + "reconfiguration"], (n,)), reconfig.POLICIES)
+    steps = f("training.tokens") / (gb * seq)
+    tr = v.get(so + "transceiver")
+    b = lambda a: np.broadcast_to(np.asarray(a, dtype=float), (n,))  # noqa: E731
+    return net.NetworkSpec(
+        family=net.codes(np.broadcast_to(v[so + "topology"], (n,)), net.FAMILIES),
+        optics=net.codes(np.broadcast_to(v[so + "optics"], (n,)), net.TECHNOLOGIES),
+        torus_dims=tuple(dims), cube_dim=f(so + "cube_dim"),
+        ocs_radix=b(lookup("ocs", ocs_id, "radix")),
+        ocs_insertion_loss_db=b(lookup("ocs", ocs_id, "insertion_loss_db") if il is None else il),
+        ocs_reconfig_s=b(lookup("ocs", ocs_id, "reconfig_s") if rs is None else rs),
+        ocs_power_w=b(lookup("ocs", ocs_id, "power_w")), ocs_cost_usd=b(lookup("ocs", ocs_id, "cost_usd")),
+        reconfig_policy=policy, reconfigs_per_step=reconfig.reconfigurations_per_step(policy, steps),
+        dp_bytes_per_node=dp_b * su, pp_bytes_per_node=pp_b * su,
+        transceiver_power_w=b(np.nan if tr is None else lookup("switches", tr, "power_w")),
+        transceiver_cost_usd=b(np.nan if tr is None else lookup("switches", tr, "cost_usd")))

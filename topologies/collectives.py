@@ -90,3 +90,31 @@ def all_to_all_s(size_bytes, n, bandwidth_bps, latency_s):
 def p2p_s(size_bytes, bandwidth_bps, latency_s):
     """Point-to-point send of S bytes: alpha + S/B."""
     return latency_s + _beta(size_bytes, bandwidth_bps)
+
+
+def torus_reduce_scatter_s(size_bytes, ns, bandwidths_bps, latency_s):
+    """Multi-dimensional (torus) reduce-scatter, one dimension after another on a shrinking shard:
+    sum_i (n_i - 1)/n_i * S_i / B_i + (n_i - 1) alpha, S_1 = S, S_{i+1} = S_i / n_i
+    (bucket algorithm, Chan et al., "Collective communication: theory, practice, and
+    experience", CCPE 19(13), 2007, Sec. 7); ``ns``/``bandwidths_bps`` list one entry per
+    dimension, B_i the bandwidth a rank has along dimension i (both ring directions)."""
+    t = 0.0
+    shard = np.asarray(size_bytes, dtype=float)
+    for n, b in zip(ns, bandwidths_bps):
+        t = t + ring_reduce_scatter_s(shard, n, b, latency_s)
+        shard = shard / np.asarray(n, dtype=float)
+    return t
+
+
+def torus_all_reduce_s(size_bytes, ns, bandwidths_bps, latency_s):
+    """Torus all-reduce = reduce-scatter then all-gather over the dimensions: 2 x torus_reduce_scatter_s."""
+    return 2.0 * torus_reduce_scatter_s(size_bytes, ns, bandwidths_bps, latency_s)
+
+
+def bisection_all_to_all_s(size_bytes, n, injection_bps, bisection_bps_per_rank, latency_s):
+    """All-to-all limited by injection or bisection: each rank sends (n-1)/n S, half of which
+    crosses the bisection, so T = max((n-1)/n S/B_inj, S/2 / B_bis) + (n-1) alpha."""
+    n = np.asarray(n, dtype=float)
+    s8 = np.asarray(size_bytes, dtype=float) * 8.0
+    t = np.maximum((n - 1) / n * s8 / injection_bps, 0.5 * s8 / bisection_bps_per_rank) + (n - 1) * latency_s
+    return np.where(n > 1, t, 0.0)

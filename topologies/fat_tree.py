@@ -34,3 +34,73 @@ def bill_of_materials(endpoints, radix, oversubscription=1.0):
     transceivers = 2.0 * (n + links_up)
     return {"tiers": t, "switches": switches, "switch_ports": ports,
             "inter_switch_links": links_up, "transceivers": transceivers}
+
+
+def k_ary_counts(k):
+    """Exact counts of the 3-tier k-ary fat-tree (Al-Fares et al. 2008): k^3/4 hosts,
+    5k^2/4 switches (k^2 edge+aggregation, k^2/4 core), k^3/2 switch-to-switch links."""
+    k = np.asarray(k, dtype=float)
+    return {"hosts": k ** 3 / 4, "switches": 5 * k ** 2 / 4, "core_switches": k ** 2 / 4,
+            "inter_switch_links": k ** 3 / 2, "host_links": k ** 3 / 4}
+
+
+def bisection_bandwidth_bps(endpoints, bandwidth_bps, oversubscription=1.0):
+    """Bisection of a fat-tree: half the endpoints at full rate over the oversubscription, N/2 * B / o."""
+    return np.asarray(endpoints, dtype=float) / 2.0 * bandwidth_bps / np.asarray(oversubscription, float)
+
+
+def diameter_hops(tiers_):
+    """Longest shortest endpoint-to-endpoint path in links: up T tiers and down again, 2T."""
+    return 2.0 * np.asarray(tiers_, dtype=float)
+
+
+def leaf_down_ports(radix, oversubscription=1.0):
+    """Endpoint ports of a leaf switch with down:up = o:1: k o / (1 + o) (k/2 at full bisection)."""
+    k = np.asarray(radix, dtype=float)
+    o = np.asarray(oversubscription, dtype=float)
+    return np.floor(k * o / (1.0 + o))
+
+
+def k_ary_fat_tree_graph(k: int, bandwidth_bps: float = 400e9, latency_s: float = 1e-6):
+    """networkx graph of the k-ary fat-tree: nodes have ``kind`` in host/edge/agg/core and ``pod``;
+    every edge has ``bandwidth_bps`` (per direction) and ``latency_s``."""
+    import networkx as nx
+    assert k % 2 == 0 and k >= 2, "k must be even"
+    g = nx.Graph()
+    half = k // 2
+    attrs = dict(bandwidth_bps=float(bandwidth_bps), latency_s=float(latency_s))
+    for c in range(half * half):
+        g.add_node(("core", c), kind="core", pod=-1)
+    for p in range(k):
+        for i in range(half):
+            e, a = ("edge", p, i), ("agg", p, i)
+            g.add_node(e, kind="edge", pod=p)
+            g.add_node(a, kind="agg", pod=p)
+            for j in range(half):
+                h = ("host", p, i, j)
+                g.add_node(h, kind="host", pod=p)
+                g.add_edge(h, e, **attrs)
+                g.add_edge(a, ("core", i * half + j), **attrs)
+        for i in range(half):
+            for j in range(half):
+                g.add_edge(("edge", p, i), ("agg", p, j), **attrs)
+    return g
+
+
+def leaf_spine_graph(leaves: int, hosts_per_leaf: int, spines: int, bandwidth_bps: float = 400e9,
+                     latency_s: float = 1e-6):
+    """Two-tier Clos: each leaf has ``hosts_per_leaf`` hosts and one uplink to each spine
+    (oversubscription = hosts_per_leaf / spines)."""
+    import networkx as nx
+    g = nx.Graph()
+    attrs = dict(bandwidth_bps=float(bandwidth_bps), latency_s=float(latency_s))
+    for s in range(spines):
+        g.add_node(("spine", s), kind="spine", pod=-1)
+    for l in range(leaves):
+        g.add_node(("leaf", l), kind="edge", pod=l)
+        for h in range(hosts_per_leaf):
+            g.add_node(("host", l, h), kind="host", pod=l)
+            g.add_edge(("host", l, h), ("leaf", l), **attrs)
+        for s in range(spines):
+            g.add_edge(("leaf", l), ("spine", s), **attrs)
+    return g

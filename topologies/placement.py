@@ -1,0 +1,120 @@
+"""Placement of a parallel group on the fabric it really crosses, with contention.
+
+A group is ``n`` ranks ``stride`` apart (ranks numbered TP fastest, then CP, DP,
+PP). Its members inside one scale-up domain (``inner``) use the scale-up
+links; the ``outer`` domains it spans use the scale-out family:
+
+* fat-tree: full rate over the oversubscription o, unless the group's
+  endpoints fit under one leaf (k o / (1 + o) ports), where o does not apply.
+* rail-optimized: as fat-tree, but a group of same-rank GPUs (stride a multiple
+  of the domain) only needs one rail leaf per ``leaf_down`` servers.
+* dragonfly: full rate inside one group (p a endpoints), else
+  ``dragonfly.cross_group_factor`` of it.
+* torus, ocs-torus: a multi-dimensional ring collective over the dimensions
+  the group occupies (``torus.group_dims``); along dimension i a rank has
+  2 of its node's 2D ports (D active dimensions), shared by the s_i groups
+  interleaved on that ring.
+* ocs-reconfigurable: circuits follow the plan (``reconfig.class_ports``):
+  per-job / per-step circuits split the node's ports between the gradient
+  ring and the two pipeline chains; per-phase gives each phase every port.
+  Reconfiguration stalls are charged on the gradient reduction.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from topologies import collectives as coll
+from topologies import dragonfly, reconfig, torus
+from topologies.fat_tree import leaf_down_ports
+from topologies.network import DRAGONFLY, FAT_TREE, OCS_RECONF, OCS_TORUS, RAIL, TORUS, NetworkSpec
+
+
+def group_span(stride, size, domain):
+    """Ranks of a group per scale-up domain, and domains spanned (as the foundation's step model)."""
+    inner = np.where(stride < domain, np.clip(np.floor(domain / stride), 1, size), 1.0)
+    return inner, np.ceil(size / inner)
+
+
+class Placement:
+    """Per-group scale-out bandwidth (b/s per rank, per direction) and collective times."""
+
+    def __init__(self, net: NetworkSpec, domain, so_bw_bps, so_lat_s, nics_per_device, nic_bw_bps,
+                 link_efficiency, oversubscription, switch_radix, devices):
+        self.net = net
+        self.f = net.family
+        self.domain = np.asarray(domain, dtype=float)
+        self.bw = np.asarray(so_bw_bps, dtype=float) * link_efficiency   # per device, all NICs
+        self.lat = so_lat_s
+        self.o = np.asarray(oversubscription, dtype=float)
+        self.nics = np.asarray(nics_per_device, dtype=float)
+        self.leaf_down = leaf_down_ports(switch_radix, oversubscription)
+        p, a, h = dragonfly.balanced(switch_radix)
+        self.df_group = p * a
+        self.df_factor = dragonfly.cross_group_factor(p, h)
+        self.dims = net.torus_dims
+        self.active_dims = sum((np.asarray(d) > 1).astype(float) for d in self.dims)
+        # ocs-reconfigurable: ports of a node split over the plan's traffic classes
+        ports = np.round(self.domain * self.nics)
+        c_dp, c_fwd, c_bwd = reconfig.class_ports(
+            [net.dp_bytes_per_node, net.pp_bytes_per_node, net.pp_bytes_per_node], ports)
+        per_phase = net.reconfig_policy == 2
+        per_port = self.bw / np.maximum(ports, 1.0)                      # x domain: per-device share
+        self.reconf_dp_bw = np.where(per_phase, self.bw, np.maximum(c_dp, 1.0) * per_port)
+        self.reconf_pp_bw = np.where(per_phase, self.bw / 2, np.maximum(c_fwd, 1.0) * per_port)
+        self.stall_s = net.reconfigs_per_step * net.ocs_reconfig_s
+        self.devices = np.asarray(devices, dtype=float)
+
+    # ------------------------------------------------------------------ bandwidth per group
+    def switched_bw(self, stride, n, p2p=False):
+        """Per-rank bandwidth of a group on the packet-switched families (and OCS circuits)."""
+        stride = np.asarray(stride, dtype=float)
+        span_devices = np.minimum(stride * n, self.devices)
+        in_leaf = span_devices * self.nics <= self.leaf_down
+        same_rail = (stride >= self.domain) & (np.mod(stride, self.domain) == 0)
+        rail_local = same_rail & (np.ceil(span_devices / self.domain) <= self.leaf_down)
+        ft = np.where(in_leaf, self.bw, self.bw / self.o)
+        rail = np.where(in_leaf | rail_local, self.bw, self.bw / self.o)
+        df = np.where(span_devices * self.nics <= self.df_group, self.bw, self.bw * self.df_factor)
+        ocs = self.reconf_pp_bw if p2p else self.reconf_dp_bw
+        f = self.f
+        return np.select([f == FAT_TREE, f == RAIL, f == DRAGONFLY, f == OCS_RECONF], [ft, rail, df, ocs],
+                         self.bw / self.o)
+
+    def torus_rings(self, stride, n):
+        """Ring sizes and per-rank bandwidths along each torus dimension for a group of
+        ``n`` scale-up nodes ``stride`` nodes apart."""
+        ns, ss = torus.group_dims(stride, n, self.dims)
+        per_dim = self.bw / np.maximum(self.active_dims, 1.0)              # both directions of one dim
+        return ns, [per_dim / s for s in ss]
+
+    def is_torus(self):
+        return (self.f == TORUS) | (self.f == OCS_TORUS)
+
+    # ------------------------------------------------------------------ collectives (outer part)
+    def outer_reduce_scatter(self, shard_bytes, stride, outer):
+        node_stride = np.maximum(np.asarray(stride, dtype=float) / self.domain, 1.0)
+        ns, bws = self.torus_rings(node_stride, outer)
+        t_torus = coll.torus_reduce_scatter_s(shard_bytes, ns, bws, self.lat)
+        t_sw = coll.ring_reduce_scatter_s(shard_bytes, outer, self.switched_bw(stride, outer), self.lat)
+        return np.where(self.is_torus(), t_torus, t_sw)
+
+    def outer_all_reduce(self, shard_bytes, stride, outer):
+        node_stride = np.maximum(np.asarray(stride, dtype=float) / self.domain, 1.0)
+        ns, bws = self.torus_rings(node_stride, outer)
+        t_torus = coll.torus_all_reduce_s(shard_bytes, ns, bws, self.lat)
+        t_sw = coll.all_reduce_s(shard_bytes, outer, self.switched_bw(stride, outer), self.lat)
+        return np.where(self.is_torus(), t_torus, t_sw)
+
+    def reconfiguration_stall(self, outer):
+        """Circuit reconfiguration time charged on a gradient reduction that leaves the domain."""
+        return np.where((self.f == OCS_RECONF) & (outer > 1), self.stall_s, 0.0)
+
+    def p2p(self, size_bytes, stride):
+        """Point-to-point to the rank ``stride`` away (scale-out part)."""
+        node_stride = np.maximum(np.asarray(stride, dtype=float) / self.domain, 1.0)
+        ns, ss = torus.group_dims(node_stride, 2.0, self.dims)
+        hops = sum(np.where(n > 1, s, 0.0) for n, s in zip(ns, ss))
+        link_dir = self.bw / np.maximum(2 * self.active_dims, 1.0)
+        bw_t = link_dir / np.maximum(hops, 1.0)
+        bw = np.where(self.is_torus(), bw_t, self.switched_bw(stride, 2.0, p2p=True))
+        return coll.p2p_s(size_bytes, bw, self.lat)
