@@ -43,3 +43,17 @@ def test_missing_source_fails(tmp_path, monkeypatch, name):
     finally:
         monkeypatch.undo()
         parts.load_catalog.cache_clear()
+
+
+def test_cli_lists_and_shows_hardware_kinds(capsys):
+    from explore.cli import main
+    assert main(["catalog"]) == 0
+    out = capsys.readouterr().out
+    for kind in ("process_nodes:", "hbm:", "d2d:", "packaging:", "io_chiplets:", "accelerator_designs:"):
+        assert kind in out
+    assert main(["catalog", "show", "hbm4"]) == 0
+    out = capsys.readouterr().out
+    assert "bandwidth_bytes_per_s" in out and "JEDEC" in out
+    assert main(["catalog", "show", "b200"]) == 0   # the datasheet part and its reconstruction
+    out = capsys.readouterr().out
+    assert "(accelerators)" in out and "(accelerator_designs)" in out

@@ -122,3 +122,29 @@ def test_thin_die_to_die_links_cap_memory_bandwidth():
                               d2d_bandwidth_bps=[1e12, 100e12]))
     assert r["hbm_bandwidth_bytes_per_s"][0] < r["hbm_raw_bandwidth_bytes_per_s"][0]
     assert r["hbm_bandwidth_bytes_per_s"][1] == r["hbm_raw_bandwidth_bytes_per_s"][1]
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.floats(50.0, 850.0), st.floats(50.0, 850.0), st.sampled_from(["n7", "n5", "n4", "n3"]),
+       st.integers(1, 4))
+def test_bigger_dies_give_more_flops_and_cost_more(a1, a2, node, dies):
+    lo, hi = sorted((a1, a2))
+    r = package.build(_params(die_area_mm2=[lo, hi], node=node, compute_dies=dies, d2d="ucie-advanced",
+                              d2d_bandwidth_bps=10e12))
+    assert r["peak_flops_bf16"][1] >= r["peak_flops_bf16"][0]
+    assert r["cost_usd_compute_dies"][1] >= r["cost_usd_compute_dies"][0]
+    assert r["tdp_w"][1] >= r["tdp_w"][0]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 12), st.integers(0, 12), st.sampled_from(["hbm2e", "hbm3", "hbm3e", "hbm4"]))
+def test_more_stacks_more_memory_and_cost(s1, s2, gen):
+    lo, hi = sorted((s1, s2))
+    r = package.build(_params(hbm_stacks=[lo, hi], hbm=gen))
+    for k in ("hbm_capacity_bytes", "hbm_bandwidth_bytes_per_s", "cost_usd_hbm", "interposer_area_mm2"):
+        assert r[k][1] >= r[k][0], k
+    assert r["assembly_yield"][1] <= r["assembly_yield"][0]
