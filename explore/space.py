@@ -177,17 +177,17 @@ class Space:
             ds["reason"] = ("design", np.where(bad, reason.astype(str), ds["reason"].values))
             ds["valid"] = ("design", ds["valid"].values & ~bad)
             ds["valid"].attrs["units"] = "bool"
+        coords = {}
         for v in self.variables:
             col = np.broadcast_to(np.asarray(columns[v.name]), (n,))
             if v.kind == "int":
                 col = np.round(col.astype(float)).astype(np.int64)
-            ds = ds.assign_coords({v.name: ("design", np.array(col))})
-            ds[v.name].attrs.update(field=v.field, kind=v.kind)
-        for path in self.derived:
-            ds = ds.assign_coords({path: ("design", np.broadcast_to(get_field(sc, path), (n,)).copy())})
-        if "capex_budget_usd" in self.couplings:
-            ds = ds.assign_coords({"system.devices": ("design", np.broadcast_to(
-                get_field(sc, "system.devices"), (n,)).copy())})
+            coords[v.name] = ("design", np.array(col), {"field": v.field, "kind": v.kind})
+        extra = list(self.derived) + (["system.devices"] if "capex_budget_usd" in self.couplings else [])
+        for path in extra:
+            coords[path] = ("design", np.broadcast_to(get_field(sc, path), (n,)).copy(),
+                            {"field": path, "kind": "derived"})
+        ds = ds.assign_coords(coords)
         return ds
 
     @property

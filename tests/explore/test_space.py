@@ -100,11 +100,15 @@ def test_objective_signs_and_constraints():
 def test_capex_budget_sets_devices():
     budget = 1.5e8
     s = load_space(small(couplings={"capex_budget_usd": budget,
-                                    "device_multiple": "parallelism.tp * parallelism.pp * 8"}))
+                                    "device_multiple": "parallelism.tp * parallelism.pp * 8"},
+                         derived={"parallelism.dp": "system.devices / (parallelism.tp * parallelism.pp)",
+                                  "training.global_batch": "parallelism.dp * 4"}))
     cols = {"tp": np.array([8, 4, 2]), "pp": np.array([8, 8, 16])}
     ds = s.evaluate(cols)
     dev = ds["system.devices"].values
     assert (dev % (cols["tp"] * cols["pp"] * 8) == 0).all()
+    assert ds.valid.values.all()
+    assert (ds["training.global_batch"].values == 4 * dev // (cols["tp"] * cols["pp"])).all()
     cap = ds.capex_usd.values
     assert (cap <= budget * 1.0001).all()
     # one more multiple of devices would break the budget (the count is the largest that fits)

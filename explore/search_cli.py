@@ -1,0 +1,112 @@
+"""``lightpath search`` and ``lightpath pareto`` (registered in ``explore.cli``)."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+from explore.cli import UserError, _si, register
+
+
+def _search_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("space", help="design-space TOML file (see studies/spaces/)")
+    p.add_argument("--out", help="result NetCDF file (default: SPACE name + .nc)")
+    p.add_argument("--seed", type=int, help="random seed (default: the file's, else 1)")
+    p.add_argument("--pop", type=int, help="population size")
+    p.add_argument("--gens", type=int, help="generations")
+    p.add_argument("--evaluations", type=int, help="stop after this many designs evaluated")
+    p.add_argument("--algorithm", help="nsga2 (default), nsga3, unsga3, smsemoa, agemoea")
+    p.add_argument("--plan", choices=("search", "enumerate"), help="how the parallel plan is chosen")
+    p.add_argument("--resume", action="store_true", help="continue from OUT.ckpt's last generation")
+    p.add_argument("--html", help="also write the Pareto plot to this HTML file")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _user_errors(fn, *args, **kw):
+    from explore.scenario import ScenarioError
+    from hwmodels.parts import CatalogError
+    try:
+        return fn(*args, **kw)
+    except (ScenarioError, CatalogError) as e:
+        raise UserError(str(e)) from None
+
+
+def _search_run(a) -> int:
+    from explore.search import run_search, settings_for
+    from explore.space import load_space
+    space = _user_errors(load_space, a.space)
+    settings = _user_errors(settings_for, space, seed=a.seed, pop=a.pop, gens=a.gens,
+                            evaluations=a.evaluations, algorithm=a.algorithm, plan=a.plan)
+    out = Path(a.out) if a.out else Path(Path(a.space).stem + ".nc")
+    if not out.parent.exists():
+        raise UserError(f"--out: directory {out.parent} does not exist")
+    ckpt = Path(str(out) + ".ckpt")
+    if a.resume and not ckpt.exists():
+        print(f"lightpath: no checkpoint {ckpt}; starting a new search")
+    ds = _user_errors(run_search, space, settings, out=out, resume=a.resume,
+                      progress=not a.no_progress)
+    print(front_table(ds))
+    print(f"wrote {out}")
+    if a.html:
+        from explore.pareto_plot import write_html
+        write_html(ds, a.html)
+        print(f"wrote {a.html}")
+    return 0
+
+
+def front_table(ds, rows: int = 15) -> str:
+    """The front as a table: objectives (user's sign and units) and decision variables."""
+    from explore.pareto_plot import decision_names
+    n = ds.sizes["design"]
+    hv = ds["hypervolume"].values
+    head = (f"lightpath search: {ds.attrs.get('space_name', '')}: {n} Pareto designs after "
+            f"{ds.attrs.get('n_gen')} generations, {ds.attrs.get('evaluations')} evaluations, "
+            f"hypervolume {hv[-1] if len(hv) else 0:.4g} (seed {ds.attrs.get('seed')})")
+    if n == 0:
+        return head + "\n  no feasible design found"
+    objs = [str(o) for o in ds["objective"].values]
+    names = decision_names(ds)
+    pick = np.unique(np.linspace(0, n - 1, min(rows, n)).round().astype(int))
+    cols = [f"{o} ({s})" for o, s in zip(objs, ds["sense"].values)] + names
+    table = []
+    for i in pick:
+        cells = [_si(float(ds["objectives"].values[i, j]), ds[o].attrs.get("units", "") if o in ds else "")
+                 for j, o in enumerate(objs)]
+        cells += [str(ds[nm].values[i]) for nm in names]
+        table.append(cells)
+    w = [max(len(c), *(len(r[k]) for r in table)) for k, c in enumerate(cols)]
+    lines = [head, "  " + "  ".join(c.rjust(w[k]) for k, c in enumerate(cols))]
+    lines += ["  " + "  ".join(c.rjust(w[k]) for k, c in enumerate(r)) for r in table]
+    if len(pick) < n:
+        lines.append(f"  ({len(pick)} of {n} designs shown, spread along {objs[0]})")
+    return "\n".join(lines)
+
+
+def _pareto_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("result", help="result NetCDF file of 'lightpath search'")
+    p.add_argument("--html", help="write an interactive plotly plot of the front to this file")
+
+
+def _pareto_run(a) -> int:
+    from explore.pareto_plot import write_html
+    from explore.search_results import read_result
+    p = Path(a.result)
+    if not p.is_file():
+        raise UserError(f"{p}: file not found")
+    try:
+        ds = read_result(p)
+    except Exception as e:  # not a NetCDF file: a user error, one line
+        raise UserError(f"{p}: not a lightpath search result ({type(e).__name__})") from None
+    if "objectives" not in ds or "hypervolume" not in ds:
+        raise UserError(f"{p}: not a lightpath search result (no 'objectives' variable)")
+    print(front_table(ds))
+    if a.html:
+        write_html(ds, a.html)
+        print(f"wrote {a.html}")
+    return 0
+
+
+register("search", "multi-objective search over a design space (pymoo)", _search_args, _search_run)
+register("pareto", "show a search result's Pareto front, optionally as an HTML plot",
+         _pareto_args, _pareto_run)

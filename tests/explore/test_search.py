@@ -1,0 +1,199 @@
+"""Search: analytic front, determinism, resume, feasibility, signs, CLI errors."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+from hypothesis import given, settings as hsettings, strategies as st
+
+from explore.cli import main
+from explore.search import Encoding, SearchSettings, run_search, settings_for
+from explore.search_results import hypervolume, nondominated, read_result
+from explore.space import SpaceError, load_space
+from explore.space_variables import Variable
+
+ROOT = Path(__file__).resolve().parents[2]
+SPACES = ROOT / "studies" / "spaces"
+SMALL = SPACES / "small-llama3-70b.toml"
+BUDGET = SPACES / "codesign-gpt3-175b-budget.toml"
+
+
+class AnalyticSpace:
+    """x in {0..40}, y in [0, 1]; minimise f1 = x/40, maximise g = sqrt(x/40) - 1 - y;
+    subject to x >= 4. The true front is y = 0, x = 4..40 (37 points)."""
+    name = path = "analytic"
+    source_text = "analytic"
+    fingerprint = "analytic"
+    search: dict = {}
+    couplings: dict = {}
+    variables = [Variable("x", "x", "int", 0.0, 40.0), Variable("y", "y", "real", 0.0, 1.0)]
+    objectives = [("f1", "min"), ("g", "max")]
+    constraint_names = ["valid", "x_min"]
+    signs = np.array([1.0, -1.0])
+
+    def evaluate(self, cols):
+        x, y = np.asarray(cols["x"], float), np.asarray(cols["y"], float)
+        ds = xr.Dataset({"f1": ("design", x / 40), "g": ("design", np.sqrt(x / 40) - 1 - y),
+                         "valid": ("design", x >= 4), "reason": ("design", np.where(x >= 4, "", "x < 4"))},
+                        coords={"design": np.arange(len(x))})
+        return ds.assign_coords(x=("design", np.asarray(cols["x"])), y=("design", y))
+
+    def violation(self, ds):
+        x = ds["x"].values.astype(float)
+        return np.column_stack([np.zeros(len(x)), (4 - x) / 4])
+
+    def objective_values(self, ds):
+        return np.column_stack([ds["f1"].values, ds["g"].values])
+
+
+def _dominated_pairs(F):
+    le = (F[:, None, :] <= F[None, :, :]).all(axis=2)
+    lt = (F[:, None, :] < F[None, :, :]).any(axis=2)
+    return le & lt
+
+
+def test_analytic_front_is_found_with_the_users_signs():
+    sp = AnalyticSpace()
+    ds = run_search(sp, SearchSettings(pop=40, gens=60, seed=3))
+    x, y = ds["x"].values, ds["y"].values
+    F = ds["objectives"].values
+    assert (x >= 4).all()                                     # the constraint holds
+    assert (F[:, 1] <= 0).all()                               # g comes back as the user wrote it
+    assert np.allclose(F[:, 1], np.sqrt(x / 40) - 1 - y)
+    assert np.allclose(F[:, 0], x / 40)
+    true = np.column_stack([np.arange(4, 41) / 40, -(np.sqrt(np.arange(4, 41) / 40) - 1)])
+    ref = np.array([1.1, 1.0])
+    ratio = hypervolume(F * sp.signs, ref) / hypervolume(true, ref)
+    assert 0.97 <= ratio <= 1.0 + 1e-12
+    assert y.max() < 0.05
+    hv = ds["hypervolume"].values
+    assert (np.diff(hv) >= -1e-12).all()                      # archive HV never decreases
+    assert ds.attrs["hv_reference_point"] and ds.attrs["seed"] == 3
+
+
+@hsettings(max_examples=60, deadline=None)
+@given(st.integers(1, 300), st.integers(2, 4), st.integers(0, 10 ** 6))
+def test_nondominated_matches_brute_force(n, k, seed):
+    rng = np.random.default_rng(seed)
+    F = rng.integers(0, 6, size=(n, k)).astype(float)         # many ties on purpose
+    got = nondominated(F)
+    want = np.flatnonzero(~_dominated_pairs(F).any(axis=0))
+    assert list(got) == list(want)
+
+
+def test_encoding_round_trip():
+    s = load_space(SMALL)
+    enc = Encoding(tuple(s.variables))
+    rng = np.random.default_rng(0)
+    cols = {v.name: v.grid_values()[rng.integers(0, v.size, 50)] for v in s.variables}
+    back = enc.decode(enc.encode(cols))
+    for v in s.variables:
+        assert list(back[v.name]) == list(cols[v.name])
+
+
+def _quick(space, **kw):
+    return settings_for(space, **({"pop": 16, "gens": 4, "evaluations": 0} | kw))
+
+
+def test_fixed_seed_is_deterministic_and_seeds_differ():
+    s = load_space(SMALL)
+    a = run_search(s, _quick(s, seed=7))
+    b = run_search(s, _quick(s, seed=7))
+    xr.testing.assert_identical(a, b)
+    c = run_search(s, _quick(s, seed=8))
+    assert not np.array_equal(a["population_x"].values, c["population_x"].values)
+
+
+def test_resume_equals_uninterrupted(tmp_path):
+    s = load_space(SMALL)
+    full = run_search(s, _quick(s, gens=6, seed=5), out=tmp_path / "full.nc")
+
+    def stop(gen):
+        if gen == 3:
+            raise KeyboardInterrupt
+
+    out = tmp_path / "cut.nc"
+    with pytest.raises(KeyboardInterrupt):
+        run_search(s, _quick(s, gens=6, seed=5), out=out, on_generation=stop)
+    assert Path(str(out) + ".ckpt").exists() and not out.exists()
+    resumed = run_search(s, _quick(s, gens=6, seed=5), out=out, resume=True)
+    xr.testing.assert_identical(full, resumed)
+    assert list(resumed["generation"].values) == [1, 2, 3, 4, 5, 6]
+    xr.testing.assert_identical(read_result(out), read_result(tmp_path / "full.nc"))
+    assert not list(tmp_path.glob("*.tmp"))
+    with pytest.raises(SpaceError, match="cannot resume: seed was 5, now 6"):
+        run_search(s, _quick(s, gens=6, seed=6), out=out, resume=True)
+
+
+@pytest.mark.parametrize("path, plan", [(BUDGET, "search"), (SMALL, "enumerate")])
+def test_returned_designs_are_feasible_and_nondominated(path, plan):
+    s = load_space(path)
+    ds = run_search(s, settings_for(s, pop=8, gens=3, plan=plan, evaluations=0))
+    assert ds.sizes["design"] >= 1
+    assert ds["valid"].values.all()
+    assert (s.violation(ds) <= 0).all()
+    if "capex_usd" in s.constraint_names:
+        assert (ds["capex_usd"].values <= 5e7 * (1 + 1e-9)).all()
+    F = ds["objectives"].values * s.signs
+    assert not _dominated_pairs(F).any()
+    assert np.allclose(ds["objectives"].values, s.objective_values(ds))
+    if plan == "enumerate":                                   # every plan of each candidate
+        n_plans = np.prod([v.size for v in s.variables if v.field.startswith("parallelism.")])
+        assert ds.attrs["evaluations"] == 3 * 8 * n_plans
+
+
+def test_max_objective_keeps_its_sign():
+    doc = {"base": str(ROOT / "studies" / "scenarios" / "gpt3-175b-1024-a100.toml"),
+           "variables": {"tp": {"field": "parallelism.tp", "values": [1, 2, 4, 8]},
+                         "pp": {"field": "parallelism.pp", "values": [4, 8, 16, 32]},
+                         "mb": {"field": "parallelism.microbatch", "values": [1, 2]}},
+           "derived": {"parallelism.dp": "system.devices / (parallelism.tp * parallelism.pp)"},
+           "objectives": {"mfu": "max", "memory_per_device_bytes": "min"}}
+    s = load_space(doc)
+    ds = run_search(s, settings_for(s, pop=12, gens=5))
+    mfu = ds["objectives"].sel(objective="mfu").values
+    assert (mfu > 0).all() and np.allclose(mfu, ds["mfu"].values)
+    # exhaustive check: the best mfu of the grid is on the front
+    from explore.search import _grid
+    every = s.evaluate(_grid(s.variables))
+    best = np.nanmax(np.where(every["valid"].values, every["mfu"].values, np.nan))
+    assert mfu.max() == pytest.approx(best)
+
+
+# ----------------------------------------------------------------------------- CLI
+
+BAD = {
+    "unknown field": ('[variables.tp]\nfield = "parallelism.tpp"\nvalues = [1, 2]\n', "did you mean"),
+    "empty choices": ('[variables.acc]\nfield = "system.accelerator"\nchoices = []\n', "empty"),
+    "low > high": ('[variables.pp]\nfield = "parallelism.pp"\nlow = 9\nhigh = 2\n', "low = 9 > high = 2"),
+    "objective": ('[variables.tp]\nfield = "parallelism.tp"\nvalues = [8]\n[objectives]\nspeed = "max"\n',
+                  "objectives.speed: not a numeric metric"),
+    "constraint": ('[variables.tp]\nfield = "parallelism.tp"\nvalues = [8]\n'
+                   '[constraints]\npower_w = { min = 2e7, max = 1e7 }\n', "can never be met"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_cli_bad_space_exits_2_with_one_line(case, tmp_path, capsys):
+    body, needle = BAD[case]
+    p = tmp_path / "bad.toml"
+    p.write_text(f'base = "{ROOT / "studies" / "scenarios" / "gpt3-175b-1024-a100.toml"}"\n' + body)
+    assert main(["search", str(p), "--out", str(tmp_path / "r.nc")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and needle in err and "Traceback" not in err
+
+
+def test_cli_search_and_pareto(tmp_path, capsys):
+    out, html = tmp_path / "r.nc", tmp_path / "front.html"
+    rc = main(["search", str(SMALL), "--out", str(out), "--pop", "12", "--gens", "3",
+               "--no-progress", "--seed", "2"])
+    assert rc == 0 and out.exists()
+    text = capsys.readouterr().out
+    assert "Pareto designs" in text and "time_to_train_s (min)" in text
+    assert main(["pareto", str(out), "--html", str(html)]) == 0
+    page = html.read_text()
+    assert "plotly" in page.lower() and "accelerator = " in page    # hover shows the design
+    assert main(["pareto", str(SMALL)]) == 2                         # not a result file
+    assert main(["search", str(SMALL), "--algorithm", "nsga9"]) == 2
+    err = capsys.readouterr().err
+    assert "did you mean 'nsga2'" in err or "nsga3" in err
