@@ -111,7 +111,7 @@ def parametric_accelerator_arrays(r) -> dict[str, np.ndarray]:
         share = p["hbm_stacks"] * p["hbm_stack_bandwidth_bytes_per_s"] * 8.0 / p["compute_dies"]
         p["d2d_bandwidth_bps"] = np.where(p["d2d_bandwidth_bps"] > 0, p["d2d_bandwidth_bps"], share)
     hw = hw_package.build(p)
-    base_ids = design  # catalog accelerators with these ids give price, host and reliability figures
+    base_ids = uniq  # the catalog parts themselves give price, host and reliability figures
     base_cost = hw_package.build(dflt)["unit_cost_usd"]
     base_price = lookup("accelerators", base_ids, "price_usd")
     markup = pick("price_markup") if "price_markup" in given else (base_price / base_cost)[code]

@@ -104,3 +104,12 @@ def test_inline_parametric_without_base_uses_default_design():
     sc["system"]["scale_up"]["link"] = "nvlink4"
     ds = explore.evaluate(sc)
     assert float(ds.mfu[0]) > 0 and bool(ds.valid[0]), ds.reason.values
+
+
+def test_base_without_reconstruction_keeps_its_catalog_host_figures():
+    sc = canon(compute_dies=1)
+    sc["system"]["accelerator"]["base"] = "tpu-v4"
+    sc["system"]["scale_up"]["link"] = "tpu-v4-ici"
+    ds = explore.evaluate(sc)
+    host = get_part("accelerators", "tpu-v4")["host_price_usd"]
+    assert float(ds.capex_usd_hosts[0]) == pytest.approx(1024 * host)
