@@ -113,3 +113,20 @@ def test_base_without_reconstruction_keeps_its_catalog_host_figures():
     ds = explore.evaluate(sc)
     host = get_part("accelerators", "tpu-v4")["host_price_usd"]
     assert float(ds.capex_usd_hosts[0]) == pytest.approx(1024 * host)
+
+
+def test_mixed_base_ids_and_choices_in_one_batch():
+    bases = ["a100-sxm-80gb", "h100-sxm-80gb", "b200", "mi300x", "h200-sxm-141gb"]
+    hbms = ["hbm2e", "hbm3", "hbm3e", "hbm4", "hbm3e"]
+    sc = canon(hbm=hbms, hbm_stacks=[5, 5, 8, 8, 6])
+    sc["system"]["accelerator"]["base"] = bases
+    sc["system"]["scale_up"]["link"] = "nvlink3"
+    batch = explore.evaluate(sc)
+    for i in (0, 2, 3):
+        one = canon(hbm=hbms[i], hbm_stacks=[5, 5, 8, 8, 6][i])
+        one["system"]["accelerator"]["base"] = bases[i]
+        one["system"]["scale_up"]["link"] = "nvlink3"
+        ds = explore.evaluate(one)
+        assert str(ds.reason.values[0]) == str(batch.reason.values[i])
+        for k in ("step_time_s", "capex_usd", "energy_per_token_j", "capex_usd_hbm"):
+            assert float(batch[k][i]) == pytest.approx(float(ds[k][0]), rel=1e-12, nan_ok=True), (i, k)
