@@ -149,3 +149,19 @@ def test_more_stacks_more_memory_and_cost(s1, s2, gen):
     for k in ("hbm_capacity_bytes", "hbm_bandwidth_bytes_per_s", "cost_usd_hbm", "interposer_area_mm2"):
         assert r[k][1] >= r[k][0], k
     assert r["assembly_yield"][1] <= r["assembly_yield"][0]
+
+
+# Analyst cost estimates (hardware.md sec. 3, Reticle & packaging, confidence L): package
+# (CoWoS) cost [C8][C9] and accelerator COGS [E1][C9], with the tolerance each meets.
+COST_ESTIMATES = [("h100-sxm-80gb", "package", 736.0, 0.45),   # ~$723-750 CoWoS-S; model ~$430 (-42%)
+                  ("b200", "package", 1100.0, 0.10),            # ~$1,100 CoWoS-L; model ~$1,010 (-8%)
+                  ("h100-sxm-80gb", "unit", 3320.0, 0.20),      # Raymond James ~$3,320; model ~$2,790 (-16%)
+                  ("b200", "unit", 6400.0, 0.15)]               # ~$6,400; model ~$5,820 (-9%)
+
+
+@pytest.mark.parametrize("pid, what, estimate, tol", COST_ESTIMATES)
+def test_costs_against_analyst_estimates(pid, what, estimate, tol):
+    r = package.reconstruct(pid)
+    model = r["cost_usd_package"] - get_part("accelerator_designs", pid)["board_cost_usd"] \
+        if what == "package" else r["unit_cost_usd"]
+    assert abs(model / estimate - 1.0) <= tol, model
