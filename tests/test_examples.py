@@ -1,0 +1,25 @@
+"""Every shipped scenario evaluates, and every study script runs (pymoo's test_examples spirit)."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import explore
+
+SCENARIOS = sorted(Path("studies/scenarios").glob("*.toml"))
+STUDIES = sorted(Path("studies").glob("*.py"))
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.name)
+def test_shipped_scenario_evaluates(path):
+    ds = explore.evaluate(explore.load_scenario(path))
+    assert ds.sizes["design"] >= 1
+    assert bool(ds["valid"].any()), f"{path}: no valid design: {set(ds['reason'].values)}"
+
+
+@pytest.mark.parametrize("path", STUDIES, ids=lambda p: p.name)
+def test_study_script_runs(path, tmp_path):
+    r = subprocess.run([sys.executable, str(path.resolve())], capture_output=True, text=True,
+                       timeout=600, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
