@@ -61,7 +61,8 @@ def pareto_figure(ds: xr.Dataset) -> go.Figure:
     hv = ds["hypervolume"].values
     sub = f"{ds.sizes['design']} Pareto designs, {ds.attrs.get('evaluations', '?')} evaluations, " \
           f"seed {ds.attrs.get('seed', '?')}, final hypervolume {hv[-1]:.4g}" if len(hv) else ""
-    fig.update_layout(title=dict(text=f"{title}<br><sup>{sub}</sup>"), template="plotly_white")
+    fig.update_layout(title=dict(text=f"{title}<br><sup>{sub}</sup>"), template="plotly_white",
+                      height=720)
     return fig
 
 

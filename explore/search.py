@@ -126,6 +126,35 @@ def _grid(variables) -> dict[str, np.ndarray]:
     return {v.name: g[i.ravel()] for v, g, i in zip(variables, grids, idx)}
 
 
+def row_keys(X: np.ndarray) -> np.ndarray:
+    """Each row of X as one opaque value (numpy void), for exact vectorised look-ups."""
+    X = np.ascontiguousarray(X, dtype=float)
+    return X.view(np.dtype((np.void, X.dtype.itemsize * max(X.shape[1], 1)))).ravel() \
+        if X.shape[1] else np.zeros(len(X), dtype="V8")
+
+
+class Cache:
+    """F and G of every decision vector evaluated so far (sorted keys, searchsorted)."""
+
+    def __init__(self, n_obj: int, n_con: int):
+        self.keys = np.zeros(0, dtype="V8")
+        self.F = np.zeros((0, n_obj))
+        self.G = np.zeros((0, n_con))
+
+    def lookup(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if not len(self.keys) or self.keys.dtype != keys.dtype:
+            return np.zeros(len(keys), bool), np.zeros(len(keys), int)
+        at = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
+        return self.keys[at] == keys, at
+
+    def add(self, keys, F, G) -> None:
+        if len(self.keys) and self.keys.dtype == keys.dtype:
+            keys, F, G = (np.concatenate([self.keys, keys]), np.vstack([self.F, F]),
+                          np.vstack([self.G, G]))
+        order = np.argsort(keys, kind="stable")
+        self.keys, self.F, self.G = keys[order], F[order], G[order]
+
+
 class SpaceProblem(Problem):
     """pymoo problem over a ``Space``: one ``explore.evaluate`` call per population.
 
@@ -149,6 +178,7 @@ class SpaceProblem(Problem):
         self.inner_names = [v.name for v in inner]
         self.last = None
         self.n_designs = 0
+        self.cache = Cache(len(space.objectives), len(space.constraint_names))
         xl, xu = self.encoding.bounds
         super().__init__(n_var=len(outer), n_obj=len(space.objectives),
                          n_ieq_constr=len(space.constraint_names), xl=xl, xu=xu)
@@ -189,10 +219,23 @@ class SpaceProblem(Problem):
         return ds, F, G
 
     def _evaluate(self, X, out, *args, **kwargs):
-        ds, F, G = self.evaluate_columns(self.columns(X))
-        self.last = (ds, F, G)
-        if self.plan == "enumerate":
-            F, G = self._best_plan(F, G, X.shape[0])
+        """Evaluate the new rows of X in one batch; rows seen before come from the cache,
+        so the evaluation count (``n_designs``) counts distinct designs only."""
+        keys = row_keys(X)
+        hit, at = self.cache.lookup(keys)
+        F = np.empty((len(X), self.n_obj))
+        G = np.empty((len(X), self.n_ieq_constr))
+        F[hit], G[hit] = self.cache.F[at[hit]], self.cache.G[at[hit]]
+        self.last = None
+        if not hit.all():
+            ukeys, first, inv = np.unique(keys[~hit], return_index=True, return_inverse=True)
+            Xn = X[~hit][first]
+            ds, Fn, Gn = self.evaluate_columns(self.columns(Xn))
+            self.last = (ds, Fn, Gn)
+            if self.plan == "enumerate":
+                Fn, Gn = self._best_plan(Fn, Gn, len(Xn))
+            self.cache.add(ukeys, Fn, Gn)
+            F[~hit], G[~hit] = Fn[inv.ravel()], Gn[inv.ravel()]
         out["F"], out["G"] = F, G
 
     def _best_plan(self, F, G, n):
@@ -282,9 +325,9 @@ def make_algorithm(settings: SearchSettings, problem: SpaceProblem):
     return ALGORITHMS[settings.algorithm](settings.pop, problem.n_obj, settings.seed, **kw)
 
 
-def settings_for(space, **flags) -> SearchSettings:
-    """Validate the space's [search] table and apply CLI flags (None = not given)."""
-    raw = dict(space.search)
+def settings_for(space, base: SearchSettings | None = None, **flags) -> SearchSettings:
+    """Validate the space's [search] table (or ``base``) and apply CLI flags (None = not given)."""
+    raw = dict(space.search) if base is None else dict(base.__dict__)
     where = f"{space.path}: search"
     for k in raw:
         if k not in SETTING_KEYS:
@@ -314,7 +357,8 @@ def settings_for(space, **flags) -> SearchSettings:
 
 def _fresh_state(space, settings: SearchSettings) -> dict:
     problem = SpaceProblem(space, settings.plan)
-    state = {"fingerprint": space.fingerprint, "seed": settings.seed, "pop": settings.pop,
+    state = {"fingerprint": space.fingerprint, "settings": settings,
+             "seed": settings.seed, "pop": settings.pop,
              "algorithm_name": settings.algorithm, "plan": settings.plan, "problem": problem,
              "algorithm": None, "archive": None, "generation": 0,
              "history": {"generation": [], "hypervolume": [], "evaluations": [], "front_size": [],
@@ -347,12 +391,25 @@ def _resume_state(space, settings: SearchSettings, ckpt) -> dict:
     return state
 
 
+def checkpoint_settings(ckpt) -> SearchSettings | None:
+    """The settings a checkpointed run was started with (None if unreadable)."""
+    from explore.search_results import load_checkpoint
+    try:
+        return load_checkpoint(ckpt).get("settings")
+    except Exception:
+        return None
+
+
 def run_search(space, settings: SearchSettings | None = None, out=None, resume: bool = False,
-               progress: bool = False, on_generation=None):
+               progress: bool = False, on_generation=None, time_limit_s: float | None = None):
     """Run (or resume) a search; returns the result Dataset (and writes ``out`` if given).
 
     A checkpoint ``out + ".ckpt"`` is written atomically after every generation;
-    ``resume=True`` continues from it and ends identical to an uninterrupted run."""
+    ``resume=True`` continues from it and ends identical to an uninterrupted run.
+    ``time_limit_s`` stops after the generation that crosses a wall-time budget (for
+    benchmarks; unlike generations and evaluations it is not reproducible)."""
+    import time
+    t0 = time.perf_counter()
     from explore.search_results import (checkpoint_path, hypervolume, reference_point,
                                         result_dataset, save_checkpoint, write_result)
     settings = settings or settings_for(space)
@@ -372,15 +429,17 @@ def run_search(space, settings: SearchSettings | None = None, out=None, resume: 
     try:
         batch = settings.pop * problem.n_inner          # designs evaluated per generation
         while state["generation"] < gens and not (
-                settings.evaluations and problem.n_designs + batch > settings.evaluations):
+                settings.evaluations and problem.n_designs + batch > settings.evaluations) \
+                and not (time_limit_s is not None and time.perf_counter() - t0 > time_limit_s):
             if algo is None:
                 ds, F, G = problem.evaluate_columns(problem.columns(np.zeros((1, 0))))
             else:
                 pop = algo.ask()
                 algo.evaluator.eval(problem, pop)
                 algo.tell(infills=pop)
-                ds, F, G = problem.last
-            archive.add(ds, F, G)
+                ds, F, G = problem.last or (None, None, None)
+            if ds is not None:
+                archive.add(ds, F, G)
             if hist["reference"] is None and len(archive.F):
                 hist["reference"] = reference_point(archive.F)
             state["generation"] += 1

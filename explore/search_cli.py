@@ -33,19 +33,28 @@ def _user_errors(fn, *args, **kw):
 
 
 def _search_run(a) -> int:
-    from explore.search import run_search, settings_for
+    from explore.search import checkpoint_settings, run_search, settings_for
     from explore.space import load_space
     space = _user_errors(load_space, a.space)
-    settings = _user_errors(settings_for, space, seed=a.seed, pop=a.pop, gens=a.gens,
-                            evaluations=a.evaluations, algorithm=a.algorithm, plan=a.plan)
     out = Path(a.out) if a.out else Path(Path(a.space).stem + ".nc")
     if not out.parent.exists():
         raise UserError(f"--out: directory {out.parent} does not exist")
     ckpt = Path(str(out) + ".ckpt")
+    base = None
     if a.resume and not ckpt.exists():
         print(f"lightpath: no checkpoint {ckpt}; starting a new search")
-    ds = _user_errors(run_search, space, settings, out=out, resume=a.resume,
-                      progress=not a.no_progress)
+    elif a.resume:
+        base = checkpoint_settings(ckpt)      # resume with the interrupted run's settings
+    settings = _user_errors(settings_for, space, base, seed=a.seed, pop=a.pop, gens=a.gens,
+                            evaluations=a.evaluations, algorithm=a.algorithm, plan=a.plan)
+    try:
+        ds = _user_errors(run_search, space, settings, out=out, resume=a.resume,
+                          progress=not a.no_progress)
+    except KeyboardInterrupt:
+        import sys
+        print(f"lightpath: interrupted; continue with: lightpath search {a.space} --out {out} "
+              f"--resume", file=sys.stderr)
+        return 130
     print(front_table(ds))
     print(f"wrote {out}")
     if a.html:
@@ -53,6 +62,10 @@ def _search_run(a) -> int:
         write_html(ds, a.html)
         print(f"wrote {a.html}")
     return 0
+
+
+def _value(x) -> str:
+    return f"{x:.4g}" if isinstance(x, (float, np.floating)) else str(x)
 
 
 def front_table(ds, rows: int = 15) -> str:
@@ -73,7 +86,7 @@ def front_table(ds, rows: int = 15) -> str:
     for i in pick:
         cells = [_si(float(ds["objectives"].values[i, j]), ds[o].attrs.get("units", "") if o in ds else "")
                  for j, o in enumerate(objs)]
-        cells += [str(ds[nm].values[i]) for nm in names]
+        cells += [_value(ds[nm].values[i]) for nm in names]
         table.append(cells)
     w = [max(len(c), *(len(r[k]) for r in table)) for k, c in enumerate(cols)]
     lines = [head, "  " + "  ".join(c.rjust(w[k]) for k, c in enumerate(cols))]

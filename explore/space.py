@@ -66,6 +66,20 @@ def _expr(text, where: str) -> Expression:
         raise SpaceError(str(e)) from None
 
 
+def put_field(sc: dict, path: str, value) -> dict:
+    """``set_field`` that also handles the accelerator: a field under ``system.accelerator.``
+    turns a catalog id into an inline table ``{base = id, ...}``; ``system.accelerator``
+    itself sets the inline table's ``base`` when the base scenario has one."""
+    system = sc.setdefault("system", {})
+    acc = system.get("accelerator")
+    if path.startswith("system.accelerator.") and not isinstance(acc, dict):
+        system["accelerator"] = {} if acc is None else {"base": acc}
+    elif path == "system.accelerator" and isinstance(acc, dict):
+        acc["base"] = value
+        return sc
+    return set_field(sc, path, value)
+
+
 # ----------------------------------------------------------------------------- the space
 
 @dataclass
@@ -105,7 +119,7 @@ class Space:
                 col = np.round(col.astype(float)).astype(np.int64)
             elif v.kind == "real":
                 col = col.astype(float)
-            set_field(sc, v.field, np.array(col))
+            put_field(sc, v.field, np.array(col))
             env[v.name] = env[v.field] = col
         if "devices" in self.couplings:
             set_field(sc, "system.devices", int(self.couplings["devices"]))
@@ -136,7 +150,7 @@ class Space:
             bad |= ~ok
             safe = np.where(ok, val, f.lo if f.lo is not None and not f.lo_open else 1.0)
             safe = np.round(safe).astype(np.int64) if f.kind == "int" else safe
-            set_field(sc, path, safe)
+            put_field(sc, path, safe)
             env[path] = safe
         return bad, reason
 
@@ -322,7 +336,9 @@ def load_space(path_or_dict) -> Space:
         if v.name in probe.data_vars:
             raise SpaceError(f"{where}: variables.{v.name}: name clashes with the metric {v.name}; "
                              f"allowed: a name that is not a metric")
-    space.constraints = _constraints(where, doc.get("constraints", {}), numeric, probe)
+    # constraints may bound a metric or a numeric design coordinate (variable, derived field)
+    bounded = numeric + tuple(k for k in probe.coords if k != "design" and probe[k].dtype.kind in "iuf")
+    space.constraints = _constraints(where, doc.get("constraints", {}), bounded, probe)
     if "capex_budget_usd" in couplings:
         space.constraints.append(Constraint("capex_usd", None, float(couplings["capex_budget_usd"])))
     space.objectives = _objectives(where, doc.get("objectives"), numeric)
@@ -368,8 +384,8 @@ def _constraints(where, raw: dict, numeric, probe) -> list[Constraint]:
         if m in ("valid", "fits_memory"):
             raise SpaceError(f"{w}: is always a constraint; allowed: a numeric metric such as power_w")
         if m not in numeric:
-            raise SpaceError(f"{w}: not a numeric metric{_suggest(m, numeric)}; allowed: "
-                             f"{', '.join(numeric)}")
+            raise SpaceError(f"{w}: not a numeric metric or design field{_suggest(m, numeric)}; "
+                             f"allowed: {', '.join(numeric)}")
         if not isinstance(spec, dict) or not spec or any(k not in ("min", "max") for k in spec):
             raise SpaceError(f"{w}: value {spec!r} is not allowed; allowed: a table with min and/or "
                              f"max, e.g. {{ max = 2e7 }}")

@@ -197,3 +197,38 @@ def test_cli_search_and_pareto(tmp_path, capsys):
     assert main(["search", str(SMALL), "--algorithm", "nsga9"]) == 2
     err = capsys.readouterr().err
     assert "did you mean 'nsga2'" in err or "nsga3" in err
+
+
+@pytest.mark.parametrize("algorithm", ["nsga3", "smsemoa"])
+def test_other_algorithms_run_and_return_feasible_fronts(algorithm):
+    s = load_space(SMALL)
+    ds = run_search(s, settings_for(s, algorithm=algorithm, pop=12, gens=3, evaluations=0))
+    assert ds.attrs["algorithm"] == algorithm and ds.sizes["design"] >= 1
+    assert ds["valid"].values.all()
+    assert not _dominated_pairs(ds["objectives"].values * s.signs).any()
+
+
+def test_cli_resume_after_interrupt_uses_the_runs_settings(tmp_path, capsys, monkeypatch):
+    import explore.search as search
+    out = tmp_path / "r.nc"
+    real = search.run_search
+
+    def interrupted(*args, **kw):
+        def stop(gen):
+            if gen == 2:
+                raise KeyboardInterrupt
+        return real(*args, **kw, on_generation=stop)
+
+    monkeypatch.setattr(search, "run_search", interrupted)
+    args = ["search", str(SMALL), "--out", str(out), "--pop", "10", "--gens", "4", "--seed", "3",
+            "--no-progress"]
+    assert main(args) == 130
+    assert "--resume" in capsys.readouterr().err
+    monkeypatch.setattr(search, "run_search", real)
+    assert main(["search", str(SMALL), "--out", str(out), "--resume", "--no-progress"]) == 0
+    resumed = read_result(out)
+    s = load_space(SMALL)
+    full = run_search(s, settings_for(s, pop=10, gens=4, seed=3))
+    assert list(resumed["generation"].values) == [1, 2, 3, 4]
+    assert np.array_equal(resumed["objectives"].values, full["objectives"].values)
+    assert np.array_equal(resumed["hypervolume"].values, full["hypervolume"].values)

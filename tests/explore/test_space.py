@@ -164,3 +164,27 @@ def test_file_errors(tmp_path):
     assert isinstance(s, Space) and isinstance(s.variables[0], Variable)
     assert s.objectives == [("time_to_train_s", "min"), ("energy_per_token_j", "min"),
                             ("cost_per_token_usd", "min")]
+
+
+def test_constraint_on_a_derived_field():
+    s = load_space(small(constraints={"parallelism.dp": {"max": 32}}))
+    ds = s.evaluate({"tp": np.array([8, 1]), "pp": np.array([8, 4])})   # dp = 16, 256
+    g = s.violation(ds)
+    assert s.constraint_names == ["valid", "parallelism.dp"]
+    assert g[0, 1] <= 0 < g[1, 1]
+    assert g[1, 1] == pytest.approx((256 - 32) / 32)
+
+
+def test_variables_over_inline_accelerator_fields():
+    from explore.scenario import field_paths
+    if "system.accelerator.hbm_stacks" not in field_paths():
+        pytest.skip("parametric accelerator fields not registered")
+    s = load_space(small(variables={
+        "stacks": {"field": "system.accelerator.hbm_stacks", "values": [4, 6]},
+        "acc": {"field": "system.accelerator", "choices": ["h100-sxm-80gb", "b200"]}}, derived=None))
+    cols = {"stacks": np.array([4, 6, 4, 6]), "acc": np.array(["h100-sxm-80gb"] * 2 + ["b200"] * 2)}
+    sc = s.scenario_batch(cols)
+    assert sc["system"]["accelerator"]["base"].tolist() == cols["acc"].tolist()   # id -> inline table
+    assert isinstance(s.base["system"]["accelerator"], str)                        # base untouched
+    ds = s.evaluate(cols)
+    assert ds.sizes["design"] == 4 and np.isfinite(ds["step_time_s"].values).all()
