@@ -23,3 +23,17 @@ def test_study_script_runs(path, tmp_path):
     r = subprocess.run([sys.executable, str(path.resolve())], capture_output=True, text=True,
                        timeout=600, cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+NOTEBOOKS = sorted(Path("studies/notebooks").glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_executes(path, tmp_path, monkeypatch):
+    nbformat = pytest.importorskip("nbformat")
+    from nbclient import NotebookClient
+    nb = nbformat.read(path, as_version=4)
+    monkeypatch.setenv("LIGHTPATH_OUT", str(tmp_path))
+    NotebookClient(nb, timeout=600, kernel_name="python3",
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    assert list(tmp_path.glob("*.html")), "the notebook writes its plot"
