@@ -28,6 +28,8 @@ from pymoo.core.sampling import Sampling
 from explore.space_variables import SpaceError
 
 BIG = 1e30       # objective value given to designs with no metric (they are infeasible anyway)
+# Reasons that depend only on the plan, the model, the batch and the device count.
+PLAN_RULES = ("parallelism", "training.global_batch", "interleaved 1F1B", "derived parallelism.")
 
 
 # ----------------------------------------------------------------------------- encoding
@@ -73,8 +75,8 @@ class Encoding:
         for v in self.variables:
             c = np.asarray(cols[v.name])
             if v.values:
-                lut = {repr(x): i for i, x in enumerate(v.values)}
-                out.append(np.array([lut[repr(x.item() if hasattr(x, "item") else x)] for x in c], float))
+                hit = c[:, None] == np.asarray(v.values)[None, :]
+                out.append(hit.argmax(axis=1).astype(float))
             else:
                 out.append(np.log(c.astype(float)) if v.log else c.astype(float))
         return np.column_stack(out) if out else np.zeros((0, 0))
@@ -194,8 +196,9 @@ class SpaceProblem(Problem):
             return
         first = {v.name: np.asarray(v.grid_values()[:1]) for v in self.encoding.variables}
         ds = self.space.evaluate({**first, **self.inner})
-        g = self.space.violation(ds)[:, 0]
-        keep = g < 2.0                      # 2 = a plan/derived rule; memory may still depend on hw
+        reason = ds["reason"].values.astype(str)
+        # memory, power and the like may depend on the hardware: keep those plans
+        keep = ~np.logical_or.reduce([np.char.startswith(reason, p) for p in PLAN_RULES])
         if keep.any():
             self.inner = {k: c[keep] for k, c in self.inner.items()}
             self.n_inner = int(keep.sum())
@@ -335,7 +338,8 @@ def settings_for(space, base: SearchSettings | None = None, **flags) -> SearchSe
             raise SpaceError(f"{where}.{k}: unknown key{_suggest(k, SETTING_KEYS)}; "
                              f"allowed: {', '.join(SETTING_KEYS)}")
     raw.update({k: v for k, v in flags.items() if v is not None})
-    s = SearchSettings(**{k: (tuple(v) if k == "reference" else v) for k, v in raw.items()})
+    s = SearchSettings(**{k: (tuple(v) if k == "reference" and isinstance(v, (list, tuple)) else v)
+                          for k, v in raw.items()})
     if s.algorithm not in ALGORITHMS:
         from explore.space_variables import _suggest
         raise SpaceError(f"{where}.algorithm: value {s.algorithm!r} is not allowed"
@@ -346,6 +350,9 @@ def settings_for(space, base: SearchSettings | None = None, **flags) -> SearchSe
         v = getattr(s, k)
         if isinstance(v, bool) or not isinstance(v, int) or v < lo:
             raise SpaceError(f"{where}.{k}: value {v!r} is not allowed; allowed: an integer >= {lo}")
+    if not isinstance(raw.get("reference", ()), (list, tuple)):
+        raise SpaceError(f"{where}.reference: value {raw['reference']!r} is not allowed; allowed: "
+                         f"a list of {len(space.objectives)} numbers, one per objective")
     if s.reference and (len(s.reference) != len(space.objectives) or
                         not all(isinstance(x, (int, float)) and np.isfinite(x) for x in s.reference)):
         raise SpaceError(f"{where}.reference: value {list(s.reference)!r} is not allowed; allowed: "
@@ -427,7 +434,7 @@ def run_search(space, settings: SearchSettings | None = None, out=None, resume: 
         bar = tqdm(total=gens, initial=state["generation"], desc="search", unit="gen",
                    dynamic_ncols=True)
     try:
-        batch = settings.pop * problem.n_inner          # designs evaluated per generation
+        batch = (settings.pop if algo is not None else 1) * problem.n_inner   # per generation
         while state["generation"] < gens and not (
                 settings.evaluations and problem.n_designs + batch > settings.evaluations) \
                 and not (time_limit_s is not None and time.perf_counter() - t0 > time_limit_s):

@@ -172,7 +172,9 @@ class Space:
             set_field(sc, "system.devices", dev.astype(np.int64))
             bad, reason = self._apply_derived(sc, env, n, bad0, reason0)
             capex = sum(capex_and_power(build_system(resolve(sc)))[0].values())
-            new = np.maximum(np.floor(budget * dev / capex / mult), 1.0) * mult
+            with np.errstate(all="ignore"):
+                new = np.maximum(np.floor(budget * dev / capex / mult), 1.0) * mult
+            new = np.where(np.isfinite(new), new, dev)
             if np.array_equal(new, dev):
                 break
             dev = new

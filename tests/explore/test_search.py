@@ -232,3 +232,16 @@ def test_cli_resume_after_interrupt_uses_the_runs_settings(tmp_path, capsys, mon
     assert list(resumed["generation"].values) == [1, 2, 3, 4]
     assert np.array_equal(resumed["objectives"].values, full["objectives"].values)
     assert np.array_equal(resumed["hypervolume"].values, full["hypervolume"].values)
+
+
+def test_enumerate_without_hardware_variables_is_the_exhaustive_front():
+    from explore.search import _grid
+    s = load_space(SPACES / "plan-gpt3-175b-1024-a100.toml")
+    ds = run_search(s, settings_for(s, plan="enumerate"))
+    every = s.evaluate(_grid(s.variables))
+    F = s.signs * s.objective_values(every)
+    feas = (s.violation(every) <= 0).all(axis=1)
+    front = F[feas][nondominated(F[feas])]
+    got = ds["objectives"].values * s.signs
+    assert ds.attrs["n_gen"] == 1 and ds.attrs["evaluations"] < every.sizes["design"]   # pruned
+    assert sorted(map(tuple, got)) == sorted(map(tuple, front))
