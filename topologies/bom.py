@@ -52,13 +52,9 @@ def _tech_table():
     return _TECH_CACHE[0]
 
 
-def _select(table: opt.LinkTech, code) -> opt.LinkTech:
-    return opt.LinkTech(**{f: getattr(table, f)[code] for f in opt.LinkTech.__dataclass_fields__})
-
-
 def link_classes(net: NetworkSpec, devices, su_size, nics_per_device, nic_bandwidth_bps,
                  switch_radix, switch_port_bandwidth_bps, oversubscription):
-    """Switch/OCS counts and the link classes [(count, rate_bps, length_m, ocs_hops)] per design."""
+    """Switch/OCS counts and three link-class slots [(count, rate_bps, length_m, ocs_hops)] per design."""
     f = net.family
     d = np.asarray(devices, dtype=float)
     nics = np.asarray(nics_per_device, dtype=float)
@@ -80,60 +76,73 @@ def link_classes(net: NetworkSpec, devices, su_size, nics_per_device, nic_bandwi
     # a node with more than one port per torus direction needs that many OCS planes
     n_ocs = np.where(f == OCS_TORUS, oc["ocs"] * np.ceil(su_size * nics / 6.0 - 1e-9),
                      np.where(f == OCS_RECONF, np.ceil(ends / net.ocs_radix), z))
-    sw_bw = switch_port_bandwidth_bps
-    classes = [
-        # endpoint links (switched families)
-        (np.where(switched | (f == DRAGONFLY), ep, z), ep_rate, LEN_ENDPOINT_M, 0.0),
-        (np.where(switched & (t >= 2), ep / o, z), sw_bw, LEN_LEAF_SPINE_M, 0.0),
-        (np.where(switched & (t >= 3), ep * np.maximum(t - 2, 0) / o, z), sw_bw, LEN_CORE_M, 0.0),
-        (np.where(f == DRAGONFLY, df["local_links"], z), sw_bw, LEN_LOCAL_M, 0.0),
-        (np.where(f == DRAGONFLY, df["global_links"], z), sw_bw, LEN_GLOBAL_M, 0.0),
-        (np.where(f == TORUS, ends / 2, z), nic_bandwidth_bps, LEN_TORUS_M, 0.0),
-        (np.where(f == OCS_TORUS, ends / 2 * (1 - frac_ocs), z), nic_bandwidth_bps, LEN_CUBE_M, 0.0),
-        (np.where(f == OCS_TORUS, ends / 2 * frac_ocs, z), nic_bandwidth_bps, LEN_OCS_M, 1.0),
-        (np.where(f == OCS_RECONF, ends / 2, z), nic_bandwidth_bps, LEN_OCS_M, 1.0),
-    ]
+    sw_bw = np.asarray(switch_port_bandwidth_bps, dtype=float)
+    nic = np.asarray(nic_bandwidth_bps, dtype=float)
+    tor, otor, rec, dfl = f == TORUS, f == OCS_TORUS, f == OCS_RECONF, f == DRAGONFLY
+    half = ends / 2
+    # three link-class slots per design (a family uses at most three classes)
+    s0 = (np.select([switched | dfl, tor, otor, rec], [ep, half, half * (1 - frac_ocs), half], z),
+          np.where(switched | dfl, ep_rate, nic),
+          np.select([switched | dfl, tor, otor], [LEN_ENDPOINT_M, LEN_TORUS_M, LEN_CUBE_M], LEN_OCS_M),
+          np.where(rec, 1.0, 0.0))
+    s1 = (np.select([switched & (t >= 2), dfl, otor], [ep / o, df["local_links"], half * frac_ocs], z),
+          np.where(otor, nic, sw_bw),
+          np.select([switched, dfl], [LEN_LEAF_SPINE_M, LEN_LOCAL_M], LEN_OCS_M),
+          np.where(otor, 1.0, 0.0))
+    s2 = (np.select([switched & (t >= 3), dfl], [ep * np.maximum(t - 2, 0) / o, df["global_links"]], z),
+          sw_bw, np.where(dfl, LEN_GLOBAL_M, LEN_CORE_M), 0.0)
     return {"switches": switches, "switch_ports": np.where(switched, ft["switch_ports"], z),
             "tiers": np.where(switched, t, z), "ocs": n_ocs,
-            "ocs_ports": np.where(f == OCS_TORUS, ends * frac_ocs, np.where(f == OCS_RECONF, ends, z)),
-            "nics": ends}, classes
+            "ocs_ports": np.where(otor, ends * frac_ocs, np.where(rec, ends, z)),
+            "nics": ends}, [s0, s1, s2]
 
 
 def network_bom(net: NetworkSpec, devices, su_size, nics_per_device, nic_bandwidth_bps, switch_radix,
                 switch_port_bandwidth_bps, oversubscription, switch_power_w, switch_cost_usd):
-    """Counts, capex (USD) and power (W) by component of the scale-out network, per design."""
+    """Counts, capex (USD) and power (W) by component of the scale-out network, per design.
+
+    A family uses at most three link classes, held in three slots per design; the
+    link budget is evaluated per slot with the design's technology (gathered by
+    optics code), so the cost is a few array operations per slot."""
     counts, classes = link_classes(net, devices, su_size, nics_per_device, nic_bandwidth_bps,
                                    switch_radix, switch_port_bandwidth_bps, oversubscription)
-    table = _tech_table()
-    copper = _select(table, np.zeros_like(net.optics))
-    is_cu_choice = net.optics == 0
+    n = np.shape(counts["switches"])[0] if np.ndim(counts["switches"]) else 1
+    t = _tech_table()
+    base_dbm = t.receiver_sensitivity_dbm + t.link_margin_db + opt.path_loss_db(t, 0.0)
+    fixed = t.dsp_energy_per_bit_j + t.analog_energy_per_bit_j
+    per_w = 1e-3 / t.laser_wall_plug_efficiency / t.lane_rate_bps
     fibre = get_part("cables", "fibre-smf")
-    z = np.zeros_like(np.asarray(devices, dtype=float))
-    tr_n = tr_w = tr_usd = cu_n = cu_w = cu_usd = fib_n = fib_m = fib_usd = z
-    margin = np.full_like(z, np.inf)
-    laser = z
+    code = np.broadcast_to(net.optics, (n,))
+    is_cu_choice = code == 0
+    co = np.where(is_cu_choice, 1, code)                      # optical fallback for copper: pluggable
     override = np.isfinite(net.transceiver_power_w)
-    for count, rate, length, hops in classes:
-        use_cu = is_cu_choice & (length <= copper.reach_m)
-        t_opt = _select(table, np.where(is_cu_choice, 1, net.optics))    # optical fallback for copper
-        il = net.ocs_insertion_loss_db
-        e_w = opt.port_power_w(t_opt, rate, length, hops, il)
-        e_w = np.where(override, net.transceiver_power_w, e_w)
-        e_usd = np.where(override, net.transceiver_cost_usd, opt.port_cost_usd(t_opt, rate))
-        n_opt = np.where(use_cu, 0.0, count)
-        n_cu = np.where(use_cu, count, 0.0)
+    il = np.broadcast_to(np.asarray(net.ocs_insertion_loss_db, dtype=float), (n,))
+    z = np.zeros(n)
+    tr_n = tr_w = tr_usd = cu_n = cu_w = cu_usd = fib_n = fib_m = z
+    margin = np.full(n, np.inf)
+    laser = z
+    bdm, fdb, fx, pw, usd = base_dbm[co], t.fibre_loss_db_per_m[co], fixed[co], per_w[co], t.cost_usd_per_bps[co]
+    mx = 10.0 * np.log10(np.maximum(t.laser_max_power_w / t.lanes_per_laser, 1e-30))[co] + 30.0
+    for c, r, ln, hp in classes:
+        dbm = bdm + ln * fdb + hp * il
+        lp = np.where(t.optical[co] > 0, 10.0 ** (dbm / 10.0), 0.0)      # mW per lane
+        e_w = np.where(override, net.transceiver_power_w, (fx + pw * lp) * r)
+        e_usd = np.where(override, net.transceiver_cost_usd, usd * r)
+        use_cu = is_cu_choice & (ln <= t.reach_m[0])
+        n_opt = np.where(use_cu, 0.0, c)
+        n_cu = c - n_opt
         tr_n = tr_n + 2 * n_opt
         tr_w = tr_w + 2 * n_opt * e_w
         tr_usd = tr_usd + 2 * n_opt * e_usd
         cu_n = cu_n + n_cu
-        cu_w = cu_w + n_cu * opt.port_power_w(copper, rate, length)
-        cu_usd = cu_usd + n_cu * opt.port_cost_usd(copper, rate)
+        cu_w = cu_w + n_cu * (fixed[0] * r)
+        cu_usd = cu_usd + n_cu * (t.cost_usd_per_bps[0] * r)
         fib_n = fib_n + n_opt
-        fib_m = fib_m + n_opt * length
-        fib_usd = fib_usd + n_opt * (fibre["cost_usd_per_m"] * length + fibre["cost_usd_per_link"])
-        m = opt.budget_margin_db(t_opt, length, hops, il)
-        margin = np.where(n_opt > 0, np.minimum(margin, m), margin)
-        laser = np.where(n_opt > 0, np.maximum(laser, opt.laser_power_w(t_opt, length, hops, il)), laser)
+        fib_m = fib_m + n_opt * ln
+        some = n_opt > 0
+        margin = np.where(some, np.minimum(margin, mx - dbm), margin)
+        laser = np.where(some, np.maximum(laser, lp * 1e-3), laser)
+    fib_usd = fibre["cost_usd_per_m"] * fib_m + fibre["cost_usd_per_link"] * fib_n
     capex = {"switches": counts["switches"] * switch_cost_usd, "transceivers": tr_usd,
              "ocs": counts["ocs"] * net.ocs_cost_usd, "cables": cu_usd, "fibre": fib_usd}
     power = {"switches": counts["switches"] * switch_power_w, "transceivers": tr_w,

@@ -4,12 +4,13 @@ Nodes (scale-up domains) have ``d`` optical ports into OCSes and no packet
 switch. Given the plan's traffic per node pair, circuits are assigned in ``d``
 rounds; each round is a permutation (every port sends to one node and receives
 from one), the maximum-weight assignment of the *marginal* value of one more
-circuit, demand / (circuits + 1) (``scipy.optimize.linear_sum_assignment``).
+circuit, demand / (circuits + 1) (``scipy.optimize.linear_sum_assignment``), after first giving
+every pair with demand one circuit (connectivity before bandwidth).
 For the regular traffic of a training plan (a ring per data-parallel group, a
 forward and a backward chain per pipeline) every node has the same classes of
 demand, so the same rule applied to the classes is the closed form used in
-the hot path (``class_ports``): give port after port to the class with the
-largest demand / (ports + 1).
+the hot path (``class_ports``): one port to each class with demand, then port
+after port to the class with the largest demand / (ports + 1).
 
 Reconfiguration (policy codes): 0 ``per-job`` sets circuits once (cost
 reconfig_s / steps per step); 1 ``per-step`` once per step; 2 ``per-phase``
@@ -23,6 +24,12 @@ import numpy as np
 POLICIES = ("per-job", "per-step", "per-phase")
 
 
+def _gain(dem, c):
+    """Marginal value of one more circuit: an unserved demand first (connectivity), then demand / (c + 1)."""
+    big = 1.0 + 2.0 * np.max(dem, initial=0.0)
+    return np.where((c == 0) & (dem > 0), big + dem, dem / (c + 1.0))
+
+
 def assign_circuits(demand, ports: int):
     """Circuits ``c[i, j]`` (count, i sends to j) for a demand matrix (bytes), ``ports`` rounds."""
     from scipy.optimize import linear_sum_assignment
@@ -30,7 +37,7 @@ def assign_circuits(demand, ports: int):
     n = dem.shape[0]
     c = np.zeros((n, n))
     for _ in range(int(ports)):
-        gain = dem / (c + 1.0)
+        gain = _gain(dem, c)
         np.fill_diagonal(gain, -1.0)
         rows, cols = linear_sum_assignment(gain, maximize=True)
         keep = dem[rows, cols] > 0
@@ -46,7 +53,7 @@ def class_ports(demands, ports):
     c = np.zeros_like(dem)
     for k in range(int(np.max(ports))):
         active = k < ports
-        gain = np.where(dem > 0, dem / (c + 1.0), -1.0)
+        gain = np.where(dem > 0, _gain(dem, c), -1.0)
         best = np.argmax(gain, axis=0)
         has = np.take_along_axis(gain, best[None], 0)[0] > 0
         add = (np.arange(dem.shape[0])[:, None] == best[None]) & (active & has)[None]

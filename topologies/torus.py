@@ -78,6 +78,8 @@ def group_dims(stride, size, dims):
     group's range covers, clip(stride * size / (P_i s_i), 1, d_i / s_i).
     Returns lists ``n``, ``s``: the group's ring sizes and its spacing (the
     number of concurrent groups sharing each ring link, i.e. contention).
+    Exact when strides and dimensions are powers of two (the usual layouts);
+    otherwise an approximation.
     """
     stride = np.asarray(stride, dtype=float)
     size = np.asarray(size, dtype=float)
@@ -86,7 +88,8 @@ def group_dims(stride, size, dims):
     for d in _dims(dims):
         s = np.maximum(stride / place, 1.0)
         inside = stride < place * d
-        n = np.where(inside, np.clip(np.ceil(stride * size / (place * s)), 1.0, np.maximum(d / s, 1.0)), 1.0)
+        n = np.where(inside, np.clip(np.ceil(stride * size / (place * s)), 1.0,
+                                     np.maximum(np.floor(d / s), 1.0)), 1.0)
         ns.append(n)
         ss.append(np.where(inside, s, 1.0))
         place = place * d

@@ -1,0 +1,204 @@
+"""Scenario integration of the network families, BOM vs graphs, reconfiguration, validation facts."""
+import copy
+import dataclasses
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import explore
+from explore.plan import ParallelPlan
+from explore.scenario import ScenarioError, resolve
+from explore.step import step_model
+from explore.system import build_system
+from explore.workload import ModelSpec
+from topologies import bom, fat_tree, metrics, reconfig, torus
+from topologies.network import FAMILIES
+
+CANON = "studies/scenarios/gpt3-175b-1024-a100.toml"
+COMPARE = "studies/scenarios/network-comparison-175b-4096.toml"
+TPU = "studies/scenarios/tpu-v4-4096-ocs-torus.toml"
+
+
+def base():
+    return explore.load_scenario(CANON)
+
+
+def _step(sc, legacy=False):
+    r = resolve(sc)
+    s = build_system(r)
+    if legacy:
+        s = dataclasses.replace(s, network=None)
+    fl = np.broadcast_to(np.asarray(r.values["training.flash_attention"], bool), (r.n,))
+    return step_model(ModelSpec.from_resolved(r), ParallelPlan.from_resolved(r), s, fl)["step_time_s"]
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.sampled_from([(8, 8, 16), (4, 16, 16), (8, 16, 8), (2, 32, 16), (8, 4, 32)]), st.sampled_from([1, 8]))
+def test_fat_tree_default_equals_foundation_fabric(plan, su):
+    """fat-tree + default optics: the topology-aware Fabric gives the foundation's step times."""
+    sc = base()
+    sc["parallelism"].update(tp=plan[0], pp=plan[1], dp=plan[2])
+    sc["system"]["scale_up"]["size"] = su
+    assert np.allclose(_step(sc), _step(sc, legacy=True), rtol=1e-12)
+
+
+def test_every_family_and_optics_evaluates_with_breakdowns():
+    sc = base()
+    fams = list(FAMILIES)
+    opts = ["copper", "pluggable", "lpo", "cpo", "optical-io", "pluggable"]
+    sc["system"]["scale_out"].update(topology=fams, optics=opts, link="ib-ndr-400")
+    ds = explore.evaluate(sc)
+    assert ds.valid.values.all(), ds.reason.values
+    for comp in bom.COMPONENTS:
+        assert np.isfinite(ds[f"capex_usd_{comp}"].values).all()
+        assert np.isfinite(ds[f"power_w_{comp}"].values).all()
+        assert f"energy_j_{comp}" in ds
+    sw = ds.capex_usd_switches.values
+    assert (sw[[0, 1, 3]] > 0).all() and (sw[[2, 4, 5]] == 0).all()     # torus/OCS: no packet switch
+    assert (ds.capex_usd_ocs.values[[4, 5]] > 0).all() and (ds.capex_usd_ocs.values[[0, 1, 2, 3]] == 0).all()
+    assert ds.capex_usd_cables.values[0] > 0                               # copper endpoint links
+    # batch == one at a time
+    for i in (0, 2, 5):
+        one = copy.deepcopy(sc)
+        one["system"]["scale_out"].update(topology=fams[i], optics=opts[i])
+        d1 = explore.evaluate(one)
+        for k in ("step_time_s", "cost_per_token_usd", "capex_usd_transceivers", "power_w_ocs"):
+            assert d1[k].values[0] == pytest.approx(ds[k].values[i], rel=1e-12)
+
+
+def test_cpo_cuts_optics_power_and_cost():
+    sc = base()
+    sc["system"]["scale_out"]["optics"] = ["pluggable", "cpo", "lpo"]
+    ds = explore.evaluate(sc)
+    p = ds.power_w_transceivers.values
+    assert p[1] < p[2] < p[0]
+    assert 3.0 < p[0] / p[1] < 4.5
+    assert ds.network_transceivers.values[0] == ds.network_transceivers.values[1]
+    assert (ds.step_time_s.values == ds.step_time_s.values[0]).all()
+
+
+def test_bad_network_choices_are_scenario_errors():
+    sc = base()
+    sc["system"]["scale_out"]["topology"] = "fat-tre"
+    with pytest.raises(ScenarioError, match=r"system.scale_out.topology.*fat-tree"):
+        explore.evaluate(sc)
+    sc = base()
+    sc["system"]["scale_out"]["optics"] = "laser"
+    with pytest.raises(ScenarioError, match="system.scale_out.optics"):
+        explore.evaluate(sc)
+    sc = base()
+    sc["system"]["scale_out"]["ocs"] = "palomar"
+    with pytest.raises(ScenarioError, match="palomar-136"):
+        explore.evaluate(sc)
+
+
+def test_network_bom_equals_graph_counts():
+    """The hot-path BOM counts what the networkx builders build (fat-tree k=8, 4^3 torus)."""
+    from topologies.network import NetworkSpec
+    g = fat_tree.k_ary_fat_tree_graph(8)
+    hosts = len(metrics.hosts(g))
+    sc = base()
+    sc["system"].update(devices=hosts)
+    sc["system"]["scale_up"]["size"] = 1
+    sc["parallelism"].update(tp=1, pp=1, dp=hosts)
+    sc["system"]["scale_out"].update(link="ib-ndr-400", switch="quantum-2-qm9700")
+    s = build_system(resolve(sc))
+    s = dataclasses.replace(s, switch_radix=np.full(1, 8.0))
+    counts, _ = bom.link_classes(s.network, s.devices, s.su_size, s.nics_per_device, s.nic_bandwidth_bps,
+                                 s.switch_radix, s.switch_port_bandwidth_bps, s.oversubscription)[0], None
+    classes = bom.link_classes(s.network, s.devices, s.su_size, s.nics_per_device, s.nic_bandwidth_bps,
+                               s.switch_radix, s.switch_port_bandwidth_bps, s.oversubscription)[1]
+    n_links = sum(float(c[0][0]) for c in classes)
+    assert counts["switches"][0] == metrics.count_kinds(g)["edge"] + metrics.count_kinds(g)["agg"] + \
+        metrics.count_kinds(g)["core"]
+    assert n_links == g.number_of_edges()
+    # torus family: links == torus edges
+    net = dataclasses.replace(s.network, family=np.full(1, FAMILIES.index("torus")))
+    s2 = dataclasses.replace(s, network=net, nics_per_device=np.full(1, 6.0), devices=np.full(1, 64.0))
+    classes = bom.link_classes(s2.network, s2.devices, s2.su_size, s2.nics_per_device, s2.nic_bandwidth_bps,
+                               s2.switch_radix, s2.switch_port_bandwidth_bps, s2.oversubscription)[1]
+    assert sum(float(c[0][0]) for c in classes) == torus.torus_graph((4, 4, 4)).number_of_edges()
+    assert isinstance(net, NetworkSpec)
+
+
+def test_ocs_in_the_path_raises_laser_power_in_the_system():
+    sc = explore.load_scenario(TPU)
+    sc["system"]["scale_out"].update(topology=["torus", "ocs-torus"], optics="pluggable")
+    del sc["system"]["scale_out"]["transceiver"]
+    ds = explore.evaluate(sc)
+    lp = ds.network_laser_power_w_per_lane.values
+    assert lp[1] > lp[0]
+    m = ds.network_link_budget_margin_db.values
+    assert m[1] < m[0]
+
+
+def test_circuit_assignment_equals_closed_form():
+    """scipy assignment of circuits to a plan's traffic == the per-class closed form (interior stages)."""
+    pp, dp, ports = 4, 4, 8
+    for dp_b, pp_b in ((100.0, 1.0), (10.0, 3.0), (20.0, 9.0)):  # no ties in the greedy order
+        c = reconfig.assign_circuits(reconfig.plan_demand_matrix(pp, dp, dp_b, pp_b), ports)
+        cdp, cf, cb = (float(x) for x in reconfig.class_ports([dp_b, pp_b, pp_b], ports))
+        for s in range(1, pp - 1):
+            for r in range(dp):
+                i = s * dp + r
+                assert c[i, s * dp + (r + 1) % dp] == cdp
+                assert c[i, (s + 1) * dp + r] == cf and c[i, (s - 1) * dp + r] == cb
+        assert (c.sum(axis=1) <= ports).all()
+
+
+def test_reconfiguration_that_costs_more_than_it_saves_shows_it():
+    sc = explore.load_scenario(COMPARE)
+    ds = explore.evaluate(sc)
+    t = ds.step_time_s.values
+    per_job, slow, fast = 6, 7, 8
+    assert ds.network_reconfig_s_per_step.values[slow] == pytest.approx(20.0)
+    assert t[slow] > t[per_job] + 10.0               # 2 x 10 s per step swamps the bandwidth gain
+    assert ds.cost_per_token_usd.values[slow] > ds.cost_per_token_usd.values[per_job]
+    assert t[fast] < t[per_job]                        # a fast switch makes per-phase circuits pay
+    assert ds.time_s_dp_comm.values[fast] < ds.time_s_dp_comm.values[per_job]
+
+
+def test_validation_tpu_v4_ocs_and_optics_share():
+    """Jouppi et al., "TPU v4: An Optically Reconfigurable Supercomputer ...", ISCA 2023: the OCSes
+    and underlying optical components are < 5% of system cost and < 3% of system power
+    (hardware.md sec.5 [G3]). The counts (48 OCS, 6,144 transceivers) come from the BOM; prices
+    are the catalog's hyperscale estimates (transceiver-400g-cwdm4-bidi, palomar-136)."""
+    ds = explore.evaluate(explore.load_scenario(TPU)).isel(design=0)
+    assert bool(ds.valid)
+    assert float(ds.network_ocs) == 48 and float(ds.network_transceivers) == 6144
+    optics_cost = float(ds.capex_usd_ocs + ds.capex_usd_transceivers + ds.capex_usd_fibre)
+    optics_power = float(ds.power_w_ocs + ds.power_w_transceivers + ds.power_w_fibre)
+    assert optics_cost / float(ds.capex_usd) < 0.05
+    assert optics_power / float(ds.power_w) < 0.03
+    # the pod's documented 24 TB/s bisection (Google Cloud TPU v4 docs, hardware.md sec.1 [G1])
+    assert torus.bisection_bandwidth_bps((16, 16, 16), 375e9) / 8 == pytest.approx(24e12)
+
+
+def test_validation_dgx_h100_rail_optimized_per_gpu_bandwidth():
+    """DGX H100 SuperPOD: 8 x ConnectX-7 400 Gb/s per 8-GPU node, one per GPU on its own rail
+    (NVIDIA DGX H100 user guide; hardware.md sec.4 [N3]): 400 Gb/s = 50 GB/s per GPU scale-out,
+    3.2 Tb/s per node."""
+    sc = base()
+    sc["system"].update(accelerator="h100-sxm-80gb", devices=512)
+    sc["system"]["scale_up"].update(size=8, link="nvlink4")
+    sc["system"]["scale_out"].update(topology="rail-optimized", link="ib-ndr-400", nics_per_device=1)
+    sc["parallelism"].update(tp=8, pp=8, dp=8)
+    s = build_system(resolve(sc))
+    assert s.so_bandwidth_bps[0] == 400e9
+    assert s.so_bandwidth_bps[0] * s.su_size[0] == 3.2e12
+    g = __import__("topologies.rail_optimized", fromlist=["x"]).rail_optimized_graph(4, 8, 4, 8, 400e9)
+    h = ("host", 0, 3)
+    net_bw = sum(d["bandwidth_bps"] for _, n, d in g.edges(h, data=True) if g.nodes[n]["kind"] == "leaf")
+    assert net_bw == s.so_bandwidth_bps[0]
+    ds = explore.evaluate(sc)
+    assert bool(ds.valid.values[0])
+
+
+def test_network_comparison_study_runs():
+    out = subprocess.run([sys.executable, "studies/network_comparison.py"], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "fat-tree + CPO" in out.stdout and "OCS per phase, 10 s MEMS" in out.stdout
