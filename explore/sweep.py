@@ -18,6 +18,7 @@ made from another space (sha256 fingerprint) is refused.
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import os
@@ -33,7 +34,7 @@ from explore.scenario import ScenarioError
 CHUNK_DEFAULT = 1 << 17          # points per chunk: ~70 MB of results, ~0.3 GB peak per worker
 BOOKKEEPING = ("sweep_chunk_run", "sweep_chunk_valid")
 SWEEP_KEYS = ("chunk",)
-STR = np.dtypes.StringDType()
+STR = np.dtypes.StringDType()   # strings in the store (zarr v3 vlen-utf8); object/<U in memory
 
 
 class SweepError(ScenarioError):
@@ -116,12 +117,8 @@ def _space(space):
 
 
 def grid_coords(space) -> dict[str, np.ndarray]:
-    """Each variable's grid values (choice labels as strings), in file order."""
-    out = {}
-    for v in space.variables:
-        g = np.asarray(v.grid_values())
-        out[v.name] = g.astype(STR) if g.dtype.kind in "UO" else g
-    return out
+    """Each variable's grid values (choice labels as ``<U`` strings), in file order."""
+    return {v.name: np.asarray(v.grid_values()) for v in space.variables}
 
 
 def chunk_size(space, chunk: int | None) -> int:
@@ -150,8 +147,8 @@ def evaluate_chunk(space, layout: Layout, i: int) -> xr.Dataset:
         if k in cols or k == "design":
             continue
         a = var.values.reshape(shp)
-        if a.dtype.kind in "UO":
-            a = a.astype(STR)
+        if a.dtype.kind in "UOT":
+            a = a.astype(object)
         (coords if k in ds.coords else data)[k] = (dims, a, dict(var.attrs))
     return xr.Dataset(data, coords=coords)
 
@@ -214,10 +211,13 @@ def _template(space, layout: Layout) -> xr.Dataset:
     import dask.array as da
     probe = _probe(space)
     dims = tuple(v.name for v in space.variables)
-    arrays = {k: (dims, da.zeros(layout.shape, dtype=var.dtype, chunks=layout.dask_chunks),
-                  dict(var.attrs))
+    arrays = {k: (dims, da.zeros(layout.shape, dtype=STR if var.dtype.kind == "O" else var.dtype,
+                                 chunks=layout.dask_chunks), dict(var.attrs))
               for k, var in probe.variables.items() if k not in dims}
     ds = _grid_dataset(space, layout, arrays)
+    for k in dims:
+        if ds[k].dtype.kind == "U":
+            ds[k] = ds[k].astype(STR)
     n = layout.n_chunks
     ds["sweep_chunk_run"] = ("sweep_chunk", da.zeros(n, dtype=np.int32, chunks=1))
     ds["sweep_chunk_valid"] = ("sweep_chunk", da.zeros(n, dtype=np.int64, chunks=1))
@@ -272,16 +272,34 @@ def prepare_store(space, store, chunk: int | None = None) -> tuple[Layout, int, 
 
 def compute_chunk(i: int, space, store: str, layout: Layout, run: int) -> tuple[int, int, int]:
     """Evaluate chunk ``i`` and make it durable: data, then valid count, then the marker."""
-    import zarr
     ds = evaluate_chunk(space, layout, i)
-    g = zarr.open_group(store, mode="r+")
-    reg = layout.region(i)
-    for k, var in ds.variables.items():
-        g[k][reg] = var.values
     n_valid = int(np.count_nonzero(ds["valid"].values))
-    g["sweep_chunk_valid"][i] = n_valid
-    g["sweep_chunk_run"][i] = run
+    one = (slice(i, i + 1),)
+    _write(store, (space.fingerprint, layout),
+           [(layout.region(i), {k: v.values for k, v in ds.variables.items()}),
+            (one, {"sweep_chunk_valid": np.array([n_valid])}),
+            (one, {"sweep_chunk_run": np.array([run], dtype=np.int32)})])
     return i, int(ds["valid"].size), n_valid
+
+
+_ARRAYS: dict = {}     # per process: (store, fingerprint, layout) -> {name: AsyncArray}
+
+
+def _write(store: str, key, steps) -> None:
+    """Each step ``(region, {name: value})`` in order; within a step, arrays concurrently."""
+    import zarr.api.asynchronous as za
+    from zarr.core.sync import sync
+
+    async def write_all():
+        arrays = _ARRAYS.get((store, key))
+        if arrays is None:
+            g = await za.open_group(store, mode="r+")
+            arrays = {k: a async for k, a in g.arrays()}
+            _ARRAYS.clear()
+            _ARRAYS[(store, key)] = arrays
+        for region, values in steps:
+            await asyncio.gather(*(arrays[k].setitem(region, v) for k, v in values.items()))
+    sync(write_all())
 
 
 @dataclass(frozen=True)
@@ -300,10 +318,12 @@ class SweepReport:
         return self.points_computed / self.elapsed_s if self.elapsed_s > 0 else float("nan")
 
     def summary(self) -> str:
+        rate = (f"{self.points_per_s:,.0f} points/s" if self.points_computed
+                else "nothing left to compute, 0 points/s")
         return (f"sweep {self.store}: {self.points:,} points in {self.chunks} chunks "
                 f"({self.chunks_computed} computed now, {self.chunks_before} done before); "
                 f"feasible {100 * self.feasible / max(self.points, 1):.2f} %; "
-                f"{self.elapsed_s:.1f} s; {self.points_per_s:,.0f} points/s")
+                f"{self.elapsed_s:.1f} s; {rate}")
 
 
 def run_sweep(space, store, client, chunk: int | None = None, progress: bool = False) -> SweepReport:
@@ -344,6 +364,12 @@ def open_sweep(store) -> xr.Dataset:
         raise SweepError(f"{store}: not a Zarr store")
     ds = xr.open_zarr(store, consolidated=False, drop_variables=list(BOOKKEEPING))
     ds.attrs.pop("sweep_ready", None)
+    for k, var in ds.variables.items():            # strings as in memory: <U labels, object data
+        if var.dtype.kind in "TUO":
+            if k in ds.indexes:
+                ds = ds.assign_coords({k: (var.dims, np.asarray(var.values.tolist()), var.attrs)})
+            else:
+                ds[k] = var.copy(data=var.data.astype(object))
     return ds
 
 

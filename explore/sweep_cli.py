@@ -1,0 +1,80 @@
+"""``lightpath sweep SPACE.toml --out RESULT.zarr``: a full grid on a Dask cluster, resumable.
+
+By default a ``dask.distributed.LocalCluster`` of ``--workers`` processes (one
+thread each) is started for the run; ``--scheduler tcp://HOST:8786`` uses an
+existing cluster instead (the store path must then be reachable by every worker).
+Rerunning the same command on the same ``--out`` computes only missing chunks.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import warnings
+
+from explore.cli import UserError, register
+
+
+def _args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("space", help="design-space TOML file")
+    p.add_argument("--out", required=True, help="Zarr store to write (or resume)")
+    p.add_argument("--chunk", type=int, default=None,
+                   help="points per chunk (default: [sweep] chunk of the space, else 131072)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="worker processes of the local cluster (default: all cores)")
+    p.add_argument("--scheduler", default=None,
+                   help="address of an existing Dask scheduler, e.g. tcp://10.0.0.5:8786")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _run(a) -> int:
+    from explore.space import load_space
+    from explore.sweep import Layout, SweepError, prepare_store, run_sweep
+    from explore.scenario import ScenarioError
+    from hwmodels.parts import CatalogError
+    if a.workers is not None and a.workers < 1:
+        raise UserError(f"sweep --workers: value {a.workers} is not allowed; allowed: an integer >= 1")
+    if a.workers is not None and a.scheduler:
+        raise UserError("sweep: give --workers (local cluster) or --scheduler, not both")
+    try:
+        space = load_space(a.space)
+    except (ScenarioError, CatalogError) as e:
+        msg = str(e)
+        raise UserError(msg if msg.startswith(a.space) else f"{a.space}: {msg}") from None
+    try:                       # refuse a foreign store before starting any cluster
+        layout, run, todo = prepare_store(space, a.out, a.chunk)
+    except SweepError as e:
+        raise UserError(str(e)) from None
+    if a.chunk is not None and Layout.for_grid(layout.shape, a.chunk) != layout:
+        print(f"sweep: {a.out} was started with {layout.chunk_points} points per chunk; "
+              f"keeping that (--chunk {a.chunk} ignored)", file=sys.stderr)
+    warnings.filterwarnings("ignore", message="Port .* is already in use")
+    from distributed import Client, LocalCluster
+    cluster = None
+    try:
+        if a.scheduler:
+            try:
+                client = Client(a.scheduler, timeout="10s")
+            except (OSError, TimeoutError, ValueError) as e:
+                raise UserError(f"sweep --scheduler: cannot connect to {a.scheduler!r}: {e}") from None
+        else:
+            cluster = LocalCluster(n_workers=a.workers or os.cpu_count() or 1, threads_per_worker=1,
+                                   processes=True, dashboard_address=None,
+                                   silence_logs=logging.ERROR)
+            client = Client(cluster)
+        try:
+            report = run_sweep(space, a.out, client, a.chunk, progress=not a.no_progress)
+        except SweepError as e:
+            raise UserError(str(e)) from None
+        finally:
+            client.close()
+    finally:
+        if cluster is not None:
+            cluster.close()
+    print(report.summary())
+    sys.stdout.flush()
+    return 0
+
+
+register("sweep", "evaluate the full grid of a design space into a Zarr store (Dask)", _args, _run)
