@@ -129,7 +129,7 @@ def energy_and_cost(s: SystemSpec, step_time_s, busy_time_s, tokens_per_step, go
     out["network_switches"] = bom["switches"]
     out["network_transceivers"] = bom["transceivers"]
     for k in ("ocs", "ocs_ports", "fibres", "fibre_m", "copper_cables", "link_budget_margin_db",
-              "laser_power_w_per_lane", "reconfig_s_per_step"):
+              "laser_power_w_per_lane", "reconfig_s_per_step", "fit"):
         if k in bom:  # issue 4: network inventory and optical link budget
             out[f"network_{k}"] = bom[k]
     return out

@@ -238,4 +238,5 @@ def network_spec(r):
         reconfig_policy=policy, reconfigs_per_step=reconfig.reconfigurations_per_step(policy, steps),
         dp_bytes_per_node=dp_b * su, pp_bytes_per_node=pp_b * su,
         transceiver_power_w=b(np.nan if tr is None else lookup("switches", tr, "power_w")),
-        transceiver_cost_usd=b(np.nan if tr is None else lookup("switches", tr, "cost_usd")))
+        transceiver_cost_usd=b(np.nan if tr is None else lookup("switches", tr, "cost_usd")),
+        ocs_fit=b(lookup("ocs", ocs_id, "fit")))

@@ -147,6 +147,8 @@ def network_bom(net: NetworkSpec, devices, su_size, nics_per_device, nic_bandwid
              "ocs": counts["ocs"] * net.ocs_cost_usd, "cables": cu_usd, "fibre": fib_usd}
     power = {"switches": counts["switches"] * switch_power_w, "transceivers": tr_w,
              "ocs": counts["ocs"] * net.ocs_power_w, "cables": cu_w, "fibre": z}
+    # failures in time (per 1e9 h) of the link ends, cables and OCSes (switch FIT n/f: not counted)
+    fit = tr_n * t.fit[co] + cu_n * t.fit[0] + counts["ocs"] * net.ocs_fit
     counts.update(transceivers=tr_n, copper_cables=cu_n, fibres=fib_n, fibre_m=fib_m,
-                  link_budget_margin_db=margin, laser_power_w_per_lane=laser)
+                  link_budget_margin_db=margin, laser_power_w_per_lane=laser, fit=fit)
     return counts, capex, power

@@ -59,6 +59,7 @@ class NetworkSpec:
     pp_bytes_per_node: np.ndarray
     transceiver_power_w: np.ndarray     # NaN: derived from the optics link budget
     transceiver_cost_usd: np.ndarray
+    ocs_fit: np.ndarray = 0.0           # failures per 1e9 device-hours of one OCS
 
     @property
     def optics_labels(self):
