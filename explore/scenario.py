@@ -119,6 +119,9 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "link": Field("id", "nvlink4", catalog="links"),
         "bandwidth_bps": Field("float", None, lo=0, lo_open=True, doc="per device per direction; default: the link's"),
         "latency_s": Field("float", None, lo=0, doc="default: the link's"),
+        "switch": Field("id", None, catalog="switches",
+                        doc="scale-up switch (e.g. nvlink-switch-tray): switches counted per domain; "
+                            "default: the link's per-device cost and power"),
     },
     "system.scale_out": {
         "topology": Field("choice", "fat-tree", choices=SCALE_OUT_TOPOLOGIES,

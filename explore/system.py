@@ -165,6 +165,7 @@ def build_system(r) -> SystemSpec:
     peak = np.where(prec == "fp8", acc["peak_flops_fp8"],
                     np.where(prec == "fp16", acc["peak_flops_fp16"], acc["peak_flops_bf16"]))
     su_bw, su_lat, su_pw, su_cost = _link(r, "system.scale_up")
+    su_pw, su_cost = _scale_up_switches(r, su_bw, su_pw, su_cost)  # issue 4: switched domains
     nic_bw, so_lat, nic_pw, nic_cost = _link(r, "system.scale_out")
     nics = v["system.scale_out.nics_per_device"].astype(float)
     sw = v["system.scale_out.switch"]
@@ -195,6 +196,21 @@ def build_system(r) -> SystemSpec:
     parts = acc["hw"] if "hw" in acc else None
     return SystemSpec(**{k: np.broadcast_to(np.asarray(a, dtype=float), (n,)) for k, a in kw.items()},
                       accelerator_parts=parts, network=network_spec(r))
+
+
+def _scale_up_switches(r, su_bw, su_pw, su_cost):
+    """Per-device scale-up power and cost when the domain is built from counted switches
+    (``topologies.scale_up``: switches = ceil(size * B_device / (radix * B_port)); NVL72 with
+    NVLink switch trays: 72 x 7.2 Tb/s / (144 x 400 Gb/s) = 9 trays)."""
+    sw = r.values.get("system.scale_up.switch")
+    if sw is None:
+        return su_pw, su_cost
+    from topologies import scale_up
+    size = r.values["system.scale_up.size"].astype(float)
+    n_sw = scale_up.switches_per_domain(size, su_bw, lookup("switches", sw, "radix"),
+                                        lookup("switches", sw, "port_bandwidth_bps"))
+    per = lambda f: n_sw * lookup("switches", sw, f) / size  # noqa: E731
+    return per("power_w"), per("cost_usd")
 
 
 def network_spec(r):

@@ -1,7 +1,7 @@
 """175B-class training on 4,096 H100: nine scale-out networks side by side.
 
-Run ``python studies/network_comparison.py`` (or ``lightpath evaluate
-studies/scenarios/network-comparison-175b-4096.toml``). One call to
+Run ``python studies/network_comparison.py`` (the CLI's ``evaluate`` takes one
+design; this scenario holds nine as arrays). One call to
 ``explore.evaluate`` evaluates all designs as a batch; the table gives step
 time, energy and cost per token, the network's exposed communication times and
 its capex and power by component.

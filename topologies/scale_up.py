@@ -41,3 +41,11 @@ def nvl_domain_graph(gpus: int = 72, links_per_gpu: int = 18, link_bandwidth_bps
         for c in range(links_per_gpu):
             g.add_edge(("host", i), ("switch", c), **a)
     return g
+
+
+def switches_per_domain(gpus, per_gpu_bandwidth_bps, switch_radix, switch_port_bandwidth_bps):
+    """Switches (trays) a domain needs for every GPU's bandwidth: ceil(G B / (k B_port)), 0 for one GPU."""
+    g = np.asarray(gpus, dtype=float)
+    need = g * np.asarray(per_gpu_bandwidth_bps, dtype=float)
+    cap = np.asarray(switch_radix, dtype=float) * np.asarray(switch_port_bandwidth_bps, dtype=float)
+    return np.where(g > 1, np.ceil(need / cap - 1e-9), 0.0)

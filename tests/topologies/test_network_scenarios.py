@@ -204,3 +204,20 @@ def test_network_comparison_study_runs():
                          timeout=120)
     assert out.returncode == 0, out.stderr
     assert "fat-tree + CPO" in out.stdout and "OCS per phase, 10 s MEMS" in out.stdout
+
+
+def test_nvl72_domain_counts_switch_trays():
+    """GB200 NVL72: 72 GPUs, NVLink5 7.2 Tb/s per GPU per direction, 9 NVLink switch trays
+    of 144 ports (hardware.md sec.4 [N4][S9])."""
+    sc = base()
+    sc["system"].update(accelerator="b200", devices=1152)
+    sc["system"]["scale_up"].update(size=[72, 72], link="nvlink5", switch=["nvlink-switch-tray", "nvlink-switch-tray"])
+    sc["parallelism"].update(tp=8, pp=8, dp=18)
+    sc["training"]["global_batch"] = 1152
+    s = build_system(resolve(sc))
+    from hwmodels.parts import get_part
+    tray = get_part("switches", "nvlink-switch-tray")
+    assert s.su_cost_usd[0] * 72 == pytest.approx(9 * tray["cost_usd"])
+    assert s.su_power_w[0] * 72 == pytest.approx(9 * tray["power_w"])
+    ds = explore.evaluate(sc)
+    assert ds.capex_usd_scale_up.values[0] == pytest.approx(1152 / 72 * 9 * tray["cost_usd"])
