@@ -1,6 +1,7 @@
 """Interactive plots of a search's Pareto front (plotly).
 
-Two objectives: a scatter; three: a 3-D scatter; more: a scatter matrix. The
+Two objectives: a scatter with the attainment staircase; three or more: a scatter
+matrix of every pair of objectives (readable without rotating a 3-D view). The
 hover text of every point gives its decision variables and objectives in the
 user's units and sign (the values stored in the result's ``objectives``).
 """
@@ -40,7 +41,7 @@ def pareto_figure(ds: xr.Dataset) -> go.Figure:
     F = ds["objectives"].values
     text = hover_text(ds)
     title = ds.attrs.get("title", "lightpath search")
-    marker = dict(size=7, color=np.arange(len(F)), colorscale="Viridis", showscale=False)
+    marker = dict(size=7, color=F[:, 0] if len(F) else [], colorscale="Viridis", showscale=False)
     if len(objs) == 1:
         fig = go.Figure(go.Scatter(x=np.arange(len(F)), y=F[:, 0], mode="markers", text=text,
                                    hoverinfo="text", marker=marker))
@@ -49,15 +50,11 @@ def pareto_figure(ds: xr.Dataset) -> go.Figure:
         fig = go.Figure(go.Scatter(x=F[:, 0], y=F[:, 1], mode="markers+lines", text=text,
                                    hoverinfo="text", marker=marker, line=dict(shape="hv", width=1)))
         fig.update_layout(xaxis_title=_label(ds, objs[0]), yaxis_title=_label(ds, objs[1]))
-    elif len(objs) == 3:
-        fig = go.Figure(go.Scatter3d(x=F[:, 0], y=F[:, 1], z=F[:, 2], mode="markers", text=text,
-                                     hoverinfo="text", marker=dict(size=4, color=F[:, 0],
-                                                                   colorscale="Viridis")))
-        fig.update_layout(scene=dict(xaxis_title=_label(ds, objs[0]), yaxis_title=_label(ds, objs[1]),
-                                     zaxis_title=_label(ds, objs[2])))
-    else:
-        dims = [dict(label=o, values=F[:, j]) for j, o in enumerate(objs)]
-        fig = go.Figure(go.Splom(dimensions=dims, text=text, hoverinfo="text", marker=marker))
+    else:       # three or more: every pair of objectives (lower triangle of a scatter matrix)
+        dims = [dict(label=_label(ds, o), values=F[:, j]) for j, o in enumerate(objs)]
+        fig = go.Figure(go.Splom(dimensions=dims, text=text, hoverinfo="text", marker=marker,
+                                 diagonal_visible=False, showupperhalf=False))
+        fig.update_layout(width=None, font=dict(size=11))
     hv = ds["hypervolume"].values
     sub = f"{ds.sizes['design']} Pareto designs, {ds.attrs.get('evaluations', '?')} evaluations, " \
           f"seed {ds.attrs.get('seed', '?')}, final hypervolume {hv[-1]:.4g}" if len(hv) else ""
