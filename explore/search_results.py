@@ -172,8 +172,17 @@ def result_dataset(space, settings, archive: Archive, history: dict, pop_X, pop_
         "constraint_names": list(space.constraint_names),
         "hv_reference_point": [] if ref is None else [float(x) for x in ref],
         "hv_reference_space": "minimised objectives (max objectives negated)",
+        "pymoo_version": _version("pymoo"), "lightpath_version": _version("lightpath"),
     })
     return ds
+
+
+def _version(dist: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def _pop_rank(F, cv) -> np.ndarray:

@@ -245,3 +245,19 @@ def test_enumerate_without_hardware_variables_is_the_exhaustive_front():
     got = ds["objectives"].values * s.signs
     assert ds.attrs["n_gen"] == 1 and ds.attrs["evaluations"] < every.sizes["design"]   # pruned
     assert sorted(map(tuple, got)) == sorted(map(tuple, front))
+
+
+def test_pareto_figures_show_the_design_on_hover():
+    from explore.pareto_plot import pareto_figure
+    s3 = load_space(SPACES / "codesign-gpt3-175b.toml")
+    ds3 = run_search(s3, settings_for(s3, pop=12, gens=2))
+    fig3 = pareto_figure(ds3)
+    assert fig3.data[0].type == "splom" and len(fig3.data[0].dimensions) == 3
+    assert len(fig3.data[0].text) == ds3.sizes["design"]
+    assert "accelerator = " in fig3.data[0].text[0] and "devices = " in fig3.data[0].text[0]
+    s2 = load_space(SMALL)
+    ds2 = run_search(s2, settings_for(s2, pop=12, gens=2))
+    fig2 = pareto_figure(ds2)
+    assert fig2.data[0].type == "scatter"
+    assert list(fig2.data[0].x) == list(ds2["objectives"].values[:, 0])
+    assert ds2.attrs["pymoo_version"] != "unknown"

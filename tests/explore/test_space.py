@@ -4,6 +4,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings as hsettings, strategies as st
 
 import explore
 from explore.scenario import ScenarioError
@@ -188,3 +189,27 @@ def test_variables_over_inline_accelerator_fields():
     assert isinstance(s.base["system"]["accelerator"], str)                        # base untouched
     ds = s.evaluate(cols)
     assert ds.sizes["design"] == 4 and np.isfinite(ds["step_time_s"].values).all()
+
+
+@hsettings(max_examples=8, deadline=None)
+@given(st.lists(st.integers(0, 10 ** 6), min_size=2, max_size=4))
+def test_random_batches_equal_one_at_a_time(seeds):
+    s = load_space(ROOT / "studies" / "spaces" / "small-llama3-70b.toml")
+    picks = [{v.name: v.grid_values()[sd % v.size] for v in s.variables} for sd in
+             (np.random.default_rng(x).integers(0, 10 ** 6) for x in seeds)]
+    batch = s.evaluate({k: np.array([p[k] for p in picks]) for k in picks[0]})
+    for i, p in enumerate(picks):
+        one = s.evaluate({k: np.array([v]) for k, v in p.items()})
+        assert bool(one.valid.values[0]) == bool(batch.valid.values[i])
+        for m in ("time_to_train_s", "cost_per_token_usd", "memory_per_device_bytes"):
+            a, b = one[m].values[0], batch[m].values[i]
+            assert (np.isnan(a) and np.isnan(b)) or a == pytest.approx(b, rel=1e-12)
+
+
+def test_fingerprint_is_stable_and_tracks_the_base():
+    a, b = load_space(small()), load_space(small())
+    assert a.fingerprint == b.fingerprint
+    doc = small()
+    doc["base"] = explore.load_scenario(SCENARIO)
+    doc["base"]["datacenter"]["pue"] = 1.3
+    assert load_space(doc).fingerprint != a.fingerprint
