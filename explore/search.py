@@ -29,6 +29,7 @@ from explore.space_variables import SpaceError
 
 BIG = 1e30       # objective value given to designs with no metric (they are infeasible anyway)
 # Reasons that depend only on the plan, the model, the batch and the device count.
+MAX_BATCH = 200_000   # designs per explore.evaluate call (bounds memory in enumerate mode)
 PLAN_RULES = ("parallelism", "training.global_batch", "interleaved 1F1B", "derived parallelism.")
 
 
@@ -160,8 +161,9 @@ class Cache:
 class SpaceProblem(Problem):
     """pymoo problem over a ``Space``: one ``explore.evaluate`` call per population.
 
-    After each evaluation ``self.last`` holds (Dataset, F, G) of every design
-    evaluated (all plans in enumerate mode), for the Pareto archive."""
+    After each evaluation ``self.last`` holds, per evaluated chunk, the feasible
+    non-dominated designs (Dataset, F, G) among all evaluated (all plans in enumerate
+    mode), for the Pareto archive."""
 
     def __init__(self, space, plan: str = "search"):
         if plan not in ("search", "enumerate"):
@@ -221,6 +223,25 @@ class SpaceProblem(Problem):
         self.n_designs += ds.sizes["design"]
         return ds, F, G
 
+    def evaluate_rows(self, X: np.ndarray):
+        """F and G per row of X (its best plan in enumerate mode), evaluated in chunks of at
+        most MAX_BATCH designs, and per chunk its feasible non-dominated designs
+        (Dataset, F, G) for the archive, so memory stays bounded."""
+        from explore.search_results import nondominated
+        step = max(1, MAX_BATCH // self.n_inner)
+        Fs, Gs, parts = [], [], []
+        for s in range(0, len(X), step):
+            Xc = X[s:s + step]
+            ds, F, G = self.evaluate_columns(self.columns(Xc))
+            feas = np.flatnonzero((G <= 0).all(axis=1))
+            keep = feas[nondominated(F[feas])]
+            parts.append((ds.isel(design=keep), F[keep], G[keep]))
+            if self.plan == "enumerate":
+                F, G = self._best_plan(F, G, len(Xc))
+            Fs.append(F)
+            Gs.append(G)
+        return np.vstack(Fs), np.vstack(Gs), parts
+
     def _evaluate(self, X, out, *args, **kwargs):
         """Evaluate the new rows of X in one batch; rows seen before come from the cache,
         so the evaluation count (``n_designs``) counts distinct designs only."""
@@ -233,10 +254,7 @@ class SpaceProblem(Problem):
         if not hit.all():
             ukeys, first, inv = np.unique(keys[~hit], return_index=True, return_inverse=True)
             Xn = X[~hit][first]
-            ds, Fn, Gn = self.evaluate_columns(self.columns(Xn))
-            self.last = (ds, Fn, Gn)
-            if self.plan == "enumerate":
-                Fn, Gn = self._best_plan(Fn, Gn, len(Xn))
+            Fn, Gn, self.last = self.evaluate_rows(Xn)
             self.cache.add(ukeys, Fn, Gn)
             F[~hit], G[~hit] = Fn[inv.ravel()], Gn[inv.ravel()]
         out["F"], out["G"] = F, G
@@ -439,13 +457,13 @@ def run_search(space, settings: SearchSettings | None = None, out=None, resume: 
                 settings.evaluations and problem.n_designs + batch > settings.evaluations) \
                 and not (time_limit_s is not None and time.perf_counter() - t0 > time_limit_s):
             if algo is None:
-                ds, F, G = problem.evaluate_columns(problem.columns(np.zeros((1, 0))))
+                parts = problem.evaluate_rows(np.zeros((1, 0)))[2]
             else:
                 pop = algo.ask()
                 algo.evaluator.eval(problem, pop)
                 algo.tell(infills=pop)
-                ds, F, G = problem.last or (None, None, None)
-            if ds is not None:
+                parts = problem.last or []
+            for ds, F, G in parts:
                 archive.add(ds, F, G)
             if hist["reference"] is None and len(archive.F):
                 hist["reference"] = reference_point(archive.F)

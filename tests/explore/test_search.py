@@ -261,3 +261,13 @@ def test_pareto_figures_show_the_design_on_hover():
     assert fig2.data[0].type == "scatter"
     assert list(fig2.data[0].x) == list(ds2["objectives"].values[:, 0])
     assert ds2.attrs["pymoo_version"] != "unknown"
+
+
+def test_chunked_evaluation_gives_the_same_result(monkeypatch):
+    import explore.search as search
+    s = load_space(SMALL)
+    flags = dict(plan="enumerate", pop=6, gens=2, evaluations=0, seed=4)
+    whole = run_search(s, settings_for(s, **flags))
+    monkeypatch.setattr(search, "MAX_BATCH", 1000)           # one candidate (720 plans) a call
+    chunked = run_search(s, settings_for(s, **flags))
+    xr.testing.assert_identical(whole, chunked)
