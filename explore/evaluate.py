@@ -27,8 +27,12 @@ UNITS = {
     "bubble_fraction": "1", "checkpoint_interval_s": "s", "checkpoint_time_s": "s",
     "mtbi_s": "s", "energy_per_step_j": "J", "cost_per_step_usd": "USD",
     "params_per_device": "1", "hw_flops_per_device": "FLOP", "busy_time_s": "s",
-    "bytes_scale_out_per_device": "B", "network_switches": "1", "network_transceivers": "1",
+    "bytes_scale_out_per_device": "B",
     "valid": "bool", "reason": "",
+    "network_switches": "1", "network_transceivers": "1", "network_ocs": "1", "network_ocs_ports": "1",
+    "network_fibres": "1", "network_fibre_m": "m", "network_copper_cables": "1",
+    "network_link_budget_margin_db": "dB", "network_laser_power_w_per_lane": "W",
+    "network_reconfig_s_per_step": "s", "network_fit": "FIT (failures per 1e9 h)",
 }
 BREAKDOWNS = ("time_s", "energy_j", "capex_usd", "power_w", "memory_bytes")
 HEADLINE = ("step_time_s", "tokens_per_s", "model_flops_per_s_per_device", "mfu",
@@ -106,6 +110,12 @@ def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v,
             **{k: val for k, val in st.items() if k != "step_time_s" and k != "memory_per_device_bytes"},
             **ec,
         }
+    margin = out.get("network_link_budget_margin_db")
+    if margin is not None:  # an optical path that cannot close its link budget is not buildable
+        optics_bad = valid & (margin < 0)
+        reason[optics_bad] = "optics: link budget does not close (margin < 0 dB)"
+        valid = valid & ~optics_bad
+        hw_bad = hw_bad | optics_bad
     fits = out["fits_memory"]
     mem_bad = valid & ~fits
     reason[mem_bad] = "does not fit in accelerator memory"
