@@ -71,6 +71,31 @@ def format_table(ds, i: int = 0) -> str:
     return "\n".join(lines)
 
 
+ROW_COLUMNS = (("step_time_s", "step", "s"), ("mfu", "MFU", "1"),
+               ("memory_per_device_bytes", "memory", "B"), ("time_to_train_s", "train", "s"),
+               ("energy_per_token_j", "J/token", ""), ("cost_per_token_usd", "USD/Mtoken", ""))
+
+
+def format_rows(ds) -> str:
+    """Several designs: one line each with the headline metrics and, if invalid, the reason."""
+    head = f"{'design':>6} " + "".join(f"{h:>14}" for _, h, _ in ROW_COLUMNS) + "  valid / reason"
+    lines = [f"lightpath evaluate: {ds.attrs.get('scenario_name', '')} ({ds.sizes['design']} designs)", head]
+    for i in range(ds.sizes["design"]):
+        cells = []
+        for k, _, unit in ROW_COLUMNS:
+            x = float(ds[k].values[i])
+            if k == "cost_per_token_usd":
+                txt = f"{x * 1e6:.4g}" if np.isfinite(x) else "n/a"
+            elif unit:
+                txt = _si(x, unit)
+            else:
+                txt = f"{x:.4g}" if np.isfinite(x) else "n/a"
+            cells.append(f"{txt:>14}")
+        ok = bool(ds["valid"].values[i])
+        lines.append(f"{i:>6} " + "".join(cells) + ("  yes" if ok else f"  no: {ds['reason'].values[i]}"))
+    return "\n".join(lines)
+
+
 # ----------------------------------------------------------------------------- commands
 
 def _evaluate_args(p: argparse.ArgumentParser) -> None:
@@ -87,9 +112,12 @@ def _evaluate_run(a) -> int:
     except (ScenarioError, CatalogError) as e:
         msg = str(e)
         raise UserError(msg if msg.startswith(a.scenario) else f"{a.scenario}: {msg}") from None
-    if ds.sizes["design"] != 1:
-        raise UserError(f"{a.scenario}: evaluate takes one design; this scenario has "
-                        f"{ds.sizes['design']} (use 'lightpath sweep' for arrays)")
+    if ds.sizes["design"] != 1:  # TOML lists are arrays of designs: one row each
+        if a.json:
+            print(json.dumps([to_json_dict(ds, i) for i in range(ds.sizes["design"])], indent=2))
+        else:
+            print(format_rows(ds))
+        return 0
     reason = str(ds["reason"].values[0])
     if reason and reason != "does not fit in accelerator memory":
         raise UserError(f"{a.scenario}: invalid design: {reason}")

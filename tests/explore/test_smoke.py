@@ -35,3 +35,17 @@ def test_cli_table_is_readable():
     r = subprocess.run([sys.executable, "-m", "explore.cli", "evaluate", CANONICAL],
                        capture_output=True, text=True, check=True)
     assert "step_time_s" in r.stdout and "breakdown time_s" in r.stdout
+
+
+def test_cli_evaluates_toml_lists_as_designs(tmp_path):
+    text = open(CANONICAL).read().replace("tp = 8", "tp = [8, 8, 4]").replace(
+        "pp = 8", "pp = [8, 16, 16]").replace("dp = 16", "dp = [16, 8, 15]")
+    p = tmp_path / "arrays.toml"
+    p.write_text(text)
+    r = subprocess.run([sys.executable, "-m", "explore.cli", "evaluate", str(p), "--json"],
+                       capture_output=True, text=True, check=True)
+    objs = json.loads(r.stdout)
+    assert [o["valid"] for o in objs] == [True, True, False]
+    r = subprocess.run([sys.executable, "-m", "explore.cli", "evaluate", str(p)],
+                       capture_output=True, text=True, check=True)
+    assert "must equal system.devices" in r.stdout and "3 designs" in r.stdout
