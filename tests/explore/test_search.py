@@ -271,3 +271,12 @@ def test_chunked_evaluation_gives_the_same_result(monkeypatch):
     monkeypatch.setattr(search, "MAX_BATCH", 1000)           # one candidate (720 plans) a call
     chunked = run_search(s, settings_for(s, **flags))
     xr.testing.assert_identical(whole, chunked)
+
+
+def test_resume_can_extend_a_finished_run(tmp_path):
+    s = load_space(SMALL)
+    out = tmp_path / "r.nc"
+    run_search(s, _quick(s, gens=2, seed=9), out=out)
+    longer = run_search(s, _quick(s, gens=4, seed=9), out=out, resume=True)
+    straight = run_search(s, _quick(s, gens=4, seed=9))
+    xr.testing.assert_identical(longer, straight)
