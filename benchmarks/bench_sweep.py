@@ -73,13 +73,12 @@ def sub_space(space, points: float):
 
 
 def sweep_once(space, workers: int, chunk: int) -> dict:
-    from distributed import Client, LocalCluster
+    from distributed import Client
     tmp = Path(tempfile.mkdtemp(prefix="bench-sweep-"))
     mon = PeakRSS()
     mon.start()
     try:
-        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                          dashboard_address=None) as cluster, Client(cluster) as client:
+        with S.local_cluster(workers) as cluster, Client(cluster) as client:
             client.run(lambda: __import__("explore.sweep"))        # warm the workers' imports
             rep = S.run_sweep(space, tmp / "s.zarr", client, chunk)
         disk = sum(f.stat().st_size for f in (tmp / "s.zarr").rglob("*") if f.is_file())

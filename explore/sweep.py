@@ -34,7 +34,6 @@ from explore.scenario import ScenarioError
 CHUNK_DEFAULT = 1 << 17          # points per chunk: ~70 MB of results, ~0.3 GB peak per worker
 BOOKKEEPING = ("sweep_chunk_run", "sweep_chunk_valid")
 SWEEP_KEYS = ("chunk",)
-STR = np.dtypes.StringDType()   # strings in the store (zarr v3 vlen-utf8); object/<U in memory
 
 
 class SweepError(ScenarioError):
@@ -168,12 +167,11 @@ def _attrs(space, layout: Layout) -> dict:
     }
 
 
-def _grid_dataset(space, layout: Layout, arrays: dict) -> xr.Dataset:
+def _grid_dataset(space, layout: Layout, arrays: dict, probe: xr.Dataset) -> xr.Dataset:
     """Assemble data arrays (name -> (dims, array, attrs)) with labelled grid coordinates."""
     coords = {}
     for v, (name, g) in zip(space.variables, grid_coords(space).items()):
         coords[name] = (name, g, {"field": v.field, "kind": v.kind, "log": int(v.log)})
-    probe = _probe(space)
     data = {k: arrays[k] for k in probe.data_vars}
     ds = xr.Dataset(data, coords=coords)
     ds = ds.assign_coords({k: arrays[k] for k in probe.coords})
@@ -181,47 +179,72 @@ def _grid_dataset(space, layout: Layout, arrays: dict) -> xr.Dataset:
     return ds
 
 
+def _chunk_arrays(space, layout: Layout, i: int) -> dict[str, np.ndarray]:
+    ds = evaluate_chunk(space, layout, i)
+    return {k: v.values for k, v in ds.variables.items()}
+
+
 def lazy_sweep(space, chunk: int | None = None) -> xr.Dataset:
-    """The whole grid as a dask-backed Dataset; each chunk is one ``evaluate`` call."""
-    import dask
+    """The whole grid as a dask-backed Dataset; each chunk is one ``evaluate`` call.
+
+    One graph layer evaluates the chunks; each output variable is a layer of
+    ``getitem`` tasks on them (a hand-built HighLevelGraph: ~80 layers however many
+    chunks, where one ``from_delayed`` per block would make culling quadratic)."""
+    import operator
     import dask.array as da
+    from dask.base import tokenize
+    from dask.highlevelgraph import HighLevelGraph
     space = _space(space)
     layout = Layout.for_grid([v.size for v in space.variables], chunk_size(space, chunk))
     probe = _probe(space)
     dims = tuple(v.name for v in space.variables)
-    tasks = [dask.delayed(evaluate_chunk, pure=True)(space, layout, i,
-                                                     dask_key_name=f"sweep-chunk-{i}")
-             for i in range(layout.n_chunks)]
-    arrays = {}
-    for k, var in probe.variables.items():
+    tok = tokenize(space.fingerprint, layout)
+    cname = f"sweep-chunk-{tok}"
+    layers = {cname: {(cname, i): (_chunk_arrays, space, layout, i)
+                      for i in range(layout.n_chunks)}}
+    deps = {cname: set()}
+    pad = (0,) * (len(dims) - layout.axis - 1)
+    blocks = [tuple(int(b) for b in np.unravel_index(i, layout.blocks)) + pad
+              for i in range(layout.n_chunks)]
+    names = {}
+    for k in probe.variables:
         if k in dims:
             continue
-        pieces = np.empty(layout.n_chunks, dtype=object)
-        for i, t in enumerate(tasks):
-            pieces[i] = da.from_delayed(t[k].data, layout.region_shape(i), dtype=var.dtype)
-        nested = pieces.reshape(layout.blocks + (1,) * (len(dims) - layout.axis - 1)).tolist()
-        arrays[k] = (dims, da.block(nested), dict(var.attrs))
-    return _grid_dataset(space, layout, arrays)
+        names[k] = f"sweep-{k}-{tok}"
+        layers[names[k]] = {(names[k],) + b: (operator.getitem, (cname, i), k)
+                            for i, b in enumerate(blocks)}
+        deps[names[k]] = {cname}
+    graph = HighLevelGraph(layers, deps)
+    arrays = {k: (dims, da.Array(graph, names[k], layout.dask_chunks, dtype=probe[k].dtype),
+                  dict(probe[k].attrs)) for k in names}
+    return _grid_dataset(space, layout, arrays, probe)
 
 
 # ----------------------------------------------------------------------------- store
 
-def _template(space, layout: Layout) -> xr.Dataset:
-    """The store's skeleton: lazy placeholders (never computed) plus bookkeeping arrays."""
+def _template(space, layout: Layout) -> tuple[xr.Dataset, dict]:
+    """The store's skeleton: lazy placeholders (never computed) plus bookkeeping arrays.
+
+    String variables (``reason``, choice labels) come back separately as
+    ``name -> (dims, shape, chunks, values or None, attrs)``: they are created as
+    zarr variable-length strings directly (xarray would store fixed-width UTF-32)."""
     import dask.array as da
     probe = _probe(space)
     dims = tuple(v.name for v in space.variables)
-    arrays = {k: (dims, da.zeros(layout.shape, dtype=STR if var.dtype.kind == "O" else var.dtype,
-                                 chunks=layout.dask_chunks), dict(var.attrs))
-              for k, var in probe.variables.items() if k not in dims}
-    ds = _grid_dataset(space, layout, arrays)
-    for k in dims:
-        if ds[k].dtype.kind == "U":
-            ds[k] = ds[k].astype(STR)
+    arrays = {k: (dims, da.zeros(layout.shape, dtype=var.dtype, chunks=-1), dict(var.attrs))
+              for k, var in probe.variables.items() if k not in dims}    # one lazy block each
+    ds = _grid_dataset(space, layout, arrays, probe)
+    strings = {}
+    for k, var in list(ds.variables.items()):
+        if var.dtype.kind in "UO":
+            values = var.values if k in dims else None
+            chunks = var.shape if k in dims else layout.zarr_chunks
+            strings[k] = (var.dims, var.shape, chunks, values, dict(var.attrs))
+            ds = ds.drop_vars(k)
     n = layout.n_chunks
-    ds["sweep_chunk_run"] = ("sweep_chunk", da.zeros(n, dtype=np.int32, chunks=1))
-    ds["sweep_chunk_valid"] = ("sweep_chunk", da.zeros(n, dtype=np.int64, chunks=1))
-    return ds
+    ds["sweep_chunk_run"] = ("sweep_chunk", da.zeros(n, dtype=np.int32, chunks=-1))
+    ds["sweep_chunk_valid"] = ("sweep_chunk", da.zeros(n, dtype=np.int64, chunks=-1))
+    return ds, strings
 
 
 def _store_path(store) -> str:
@@ -262,11 +285,18 @@ def prepare_store(space, store, chunk: int | None = None) -> tuple[Layout, int, 
         todo = [int(i) for i in np.flatnonzero(runs == 0)]
         return layout, int(runs.max(initial=0)) + 1, todo
     layout = Layout.for_grid(shape, chunk_size(space, chunk))
-    ds = _template(space, layout)
+    ds, strings = _template(space, layout)
     dims = tuple(v.name for v in space.variables)
     enc = {k: {"chunks": layout.zarr_chunks} for k, v in ds.variables.items() if v.dims == dims}
+    enc.update({k: {"chunks": (1,)} for k in BOOKKEEPING})     # one file per chunk marker
     ds.to_zarr(store, mode="w", compute=False, consolidated=False, encoding=enc)
-    zarr.open_group(store, mode="r+").attrs["sweep_ready"] = True   # last: skeleton complete
+    g = zarr.open_group(store, mode="r+")
+    for k, (vdims, shp, chunks, values, attrs) in strings.items():
+        arr = g.create_array(k, shape=shp, chunks=chunks, dtype=str, fill_value="",
+                             dimension_names=vdims, attributes=attrs)
+        if values is not None:
+            arr[...] = np.asarray(values, dtype=object)
+    g.attrs["sweep_ready"] = True                 # last: the skeleton is complete
     return layout, 1, list(range(layout.n_chunks))
 
 
@@ -373,6 +403,22 @@ def open_sweep(store) -> xr.Dataset:
     return ds
 
 
+# glibc malloc for workers: dask sets MALLOC_TRIM_THRESHOLD_=65536, which disables the dynamic
+# mmap threshold, so every array > 128 kB is mmap'ed and unmapped again; measured on a 110k-point
+# chunk: 10x the system time. Keep arrays up to 32 MB on the heap and trim above 256 MB instead.
+WORKER_ENV = {"MALLOC_TRIM_THRESHOLD_": str(1 << 28), "MALLOC_MMAP_THRESHOLD_": str(1 << 25)}
+
+
+def local_cluster(workers: int | None = None, **kwargs):
+    """A ``LocalCluster`` of ``workers`` processes (default: all cores), one thread each."""
+    import dask
+    from distributed import LocalCluster
+    env = {f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in WORKER_ENV.items()}
+    with dask.config.set(env):
+        return LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
+                            processes=True, dashboard_address=None, **kwargs)
+
+
 def sweep(space, store=None, *, chunk: int | None = None, client=None, workers: int | None = None,
           progress: bool = False) -> xr.Dataset:
     """The full grid of ``space`` (a Space, a space file or its dict) as an xarray Dataset.
@@ -386,13 +432,11 @@ def sweep(space, store=None, *, chunk: int | None = None, client=None, workers: 
     if store is None:
         return lazy_sweep(space, chunk)
     if client is None:
-        from distributed import Client, LocalCluster, get_client
+        from distributed import Client, get_client
         try:
             client = get_client()
         except ValueError:
-            with LocalCluster(n_workers=workers or os.cpu_count(), threads_per_worker=1,
-                              processes=True, dashboard_address=None) as cluster, \
-                    Client(cluster) as c:
+            with local_cluster(workers) as cluster, Client(cluster) as c:
                 run_sweep(space, store, c, chunk, progress)
             return open_sweep(store)
     run_sweep(space, store, client, chunk, progress)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 import warnings
 
@@ -30,7 +29,7 @@ def _args(p: argparse.ArgumentParser) -> None:
 
 def _run(a) -> int:
     from explore.space import load_space
-    from explore.sweep import Layout, SweepError, prepare_store, run_sweep
+    from explore.sweep import Layout, SweepError, local_cluster, prepare_store, run_sweep
     from explore.scenario import ScenarioError
     from hwmodels.parts import CatalogError
     if a.workers is not None and a.workers < 1:
@@ -50,7 +49,7 @@ def _run(a) -> int:
         print(f"sweep: {a.out} was started with {layout.chunk_points} points per chunk; "
               f"keeping that (--chunk {a.chunk} ignored)", file=sys.stderr)
     warnings.filterwarnings("ignore", message="Port .* is already in use")
-    from distributed import Client, LocalCluster
+    from distributed import Client
     cluster = None
     try:
         if a.scheduler:
@@ -59,9 +58,7 @@ def _run(a) -> int:
             except (OSError, TimeoutError, ValueError) as e:
                 raise UserError(f"sweep --scheduler: cannot connect to {a.scheduler!r}: {e}") from None
         else:
-            cluster = LocalCluster(n_workers=a.workers or os.cpu_count() or 1, threads_per_worker=1,
-                                   processes=True, dashboard_address=None,
-                                   silence_logs=logging.ERROR)
+            cluster = local_cluster(a.workers, silence_logs=logging.ERROR)
             client = Client(cluster)
         try:
             report = run_sweep(space, a.out, client, a.chunk, progress=not a.no_progress)

@@ -18,8 +18,8 @@ from hypothesis import given, settings, strategies as st
 import explore  # noqa: F401  (registers the accessor)
 from explore.cli import main
 from explore.space import load_space
-from explore.sweep import (Layout, SweepError, evaluate_chunk, lazy_sweep, open_sweep,
-                           prepare_store, run_sweep, sweep)
+from explore.sweep import (Layout, SweepError, evaluate_chunk, lazy_sweep, local_cluster,
+                           open_sweep, prepare_store, run_sweep, sweep)
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = ROOT / "studies" / "scenarios" / "gpt3-175b-1024-a100.toml"
@@ -51,9 +51,8 @@ def space(space_file):
 
 @pytest.fixture(scope="module")
 def cluster():
-    from distributed import Client, LocalCluster
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as c, Client(c) as client:
+    from distributed import Client
+    with local_cluster(2) as c, Client(c) as client:       # a real LocalCluster, 2 processes
         yield c, client
 
 
