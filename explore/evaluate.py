@@ -133,22 +133,19 @@ def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v,
 
 
 def _assemble(out: dict, r: Resolved) -> xr.Dataset:
+    """Units (and breakdown tags) attached as each variable is built, last, as xarray drops attrs."""
     n = r.n
+    units = {"time_s": "s", "energy_j": "J", "capex_usd": "USD", "power_w": "W", "memory_bytes": "B"}
     data = {}
     for k, a in out.items():
         a = np.broadcast_to(np.asarray(a), (n,))
         if k == "reason":
             a = a.astype(str)
-        data[k] = ("design", np.array(a))
-    ds = xr.Dataset(data, coords={"design": np.arange(n)})
-    for k in ds.data_vars:
         bd = breakdown_of(k)
-        if bd:
-            unit = {"time_s": "s", "energy_j": "J", "capex_usd": "USD", "power_w": "W",
-                    "memory_bytes": "B"}[bd[0]]
-            ds[k].attrs.update(units=unit, breakdown=bd[0], component=bd[1])
-        else:
-            ds[k].attrs["units"] = UNITS.get(k, "")
+        attrs = ({"units": units[bd[0]], "breakdown": bd[0], "component": bd[1]} if bd
+                 else {"units": UNITS.get(k, "")})
+        data[k] = xr.Variable(("design",), np.array(a), attrs)
+    ds = xr.Dataset(data, coords={"design": np.arange(n)})
     ds.attrs["scenario_name"] = r.name
     return ds
 

@@ -13,6 +13,7 @@ a flat ``{"table.field": array(n)}`` mapping with every default filled in.
 from __future__ import annotations
 
 import difflib
+import functools
 import math
 import tomllib
 from dataclasses import dataclass, field
@@ -60,7 +61,9 @@ def _models_path() -> Path:
     return Path(__file__).parent / "data" / "models.toml"
 
 
+@functools.cache
 def model_presets() -> dict[str, dict]:
+    """Model presets (explore/data/models.toml), parsed once; treat as read-only."""
     return tomllib.loads(_models_path().read_text())
 
 

@@ -27,7 +27,8 @@ def codes(labels, choices) -> np.ndarray:
 
 def balanced_dims(nodes, ndims=3):
     """Near-cubic torus dimensions with product == nodes (x <= y <= z, each a divisor), vectorised."""
-    n = np.asarray(nodes, dtype=float)
+    n_all = np.asarray(nodes, dtype=float)
+    n, inv = np.unique(n_all, return_inverse=True)   # few distinct node counts: work on those
     dims = []
     rest = n.copy()
     for k in range(ndims, 1, -1):
@@ -39,7 +40,7 @@ def balanced_dims(nodes, ndims=3):
         dims.append(best)
         rest = rest / best
     dims.append(rest)
-    return dims
+    return [d[inv].reshape(n_all.shape) for d in dims]
 
 
 @dataclass(frozen=True)

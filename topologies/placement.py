@@ -53,14 +53,19 @@ class Placement:
         self.df_factor = dragonfly.cross_group_factor(p, h)
         self.dims = net.torus_dims
         self.active_dims = sum((np.asarray(d) > 1).astype(float) for d in self.dims)
+        # families are integer codes: work that only one family needs runs only if a design has it
+        self.any_torus = bool(np.any(self.is_torus()))
         # ocs-reconfigurable: ports of a node split over the plan's traffic classes
-        ports = np.round(self.domain * self.nics)
-        c_dp, c_fwd, c_bwd = reconfig.class_ports(
-            [net.dp_bytes_per_node, net.pp_bytes_per_node, net.pp_bytes_per_node], ports)
-        per_phase = net.reconfig_policy == 2
-        per_port = self.bw / np.maximum(ports, 1.0)                      # x domain: per-device share
-        self.reconf_dp_bw = np.where(per_phase, self.bw, np.maximum(c_dp, 1.0) * per_port)
-        self.reconf_pp_bw = np.where(per_phase, self.bw / 2, np.maximum(c_fwd, 1.0) * per_port)
+        if np.any(self.f == OCS_RECONF):
+            ports = np.round(self.domain * self.nics)
+            c_dp, c_fwd, c_bwd = reconfig.class_ports(
+                [net.dp_bytes_per_node, net.pp_bytes_per_node, net.pp_bytes_per_node], ports)
+            per_phase = net.reconfig_policy == 2
+            per_port = self.bw / np.maximum(ports, 1.0)                  # x domain: per-device share
+            self.reconf_dp_bw = np.where(per_phase, self.bw, np.maximum(c_dp, 1.0) * per_port)
+            self.reconf_pp_bw = np.where(per_phase, self.bw / 2, np.maximum(c_fwd, 1.0) * per_port)
+        else:
+            self.reconf_dp_bw = self.reconf_pp_bw = self.bw
         self.stall_s = net.reconfigs_per_step * net.ocs_reconfig_s
         self.devices = np.asarray(devices, dtype=float)
 
@@ -92,17 +97,21 @@ class Placement:
 
     # ------------------------------------------------------------------ collectives (outer part)
     def outer_reduce_scatter(self, shard_bytes, stride, outer):
+        t_sw = coll.ring_reduce_scatter_s(shard_bytes, outer, self.switched_bw(stride, outer), self.lat)
+        if not self.any_torus:
+            return t_sw
         node_stride = np.maximum(np.asarray(stride, dtype=float) / self.domain, 1.0)
         ns, bws = self.torus_rings(node_stride, outer)
         t_torus = coll.torus_reduce_scatter_s(shard_bytes, ns, bws, self.lat)
-        t_sw = coll.ring_reduce_scatter_s(shard_bytes, outer, self.switched_bw(stride, outer), self.lat)
         return np.where(self.is_torus(), t_torus, t_sw)
 
     def outer_all_reduce(self, shard_bytes, stride, outer):
+        t_sw = coll.all_reduce_s(shard_bytes, outer, self.switched_bw(stride, outer), self.lat)
+        if not self.any_torus:
+            return t_sw
         node_stride = np.maximum(np.asarray(stride, dtype=float) / self.domain, 1.0)
         ns, bws = self.torus_rings(node_stride, outer)
         t_torus = coll.torus_all_reduce_s(shard_bytes, ns, bws, self.lat)
-        t_sw = coll.all_reduce_s(shard_bytes, outer, self.switched_bw(stride, outer), self.lat)
         return np.where(self.is_torus(), t_torus, t_sw)
 
     def reconfiguration_stall(self, outer):
@@ -111,6 +120,8 @@ class Placement:
 
     def p2p(self, size_bytes, stride):
         """Point-to-point to the rank ``stride`` away (scale-out part)."""
+        if not self.any_torus:
+            return coll.p2p_s(size_bytes, self.switched_bw(stride, 2.0, p2p=True), self.lat)
         node_stride = np.maximum(np.asarray(stride, dtype=float) / self.domain, 1.0)
         ns, ss = torus.group_dims(node_stride, 2.0, self.dims)
         hops = sum(np.where(n > 1, s, 0.0) for n, s in zip(ns, ss))
