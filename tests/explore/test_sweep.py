@@ -232,3 +232,9 @@ def test_sigkill_mid_sweep_then_resume(space_file, space, reference, cluster, tm
     assert (runs2[~done1] == 2).all()             # every missing chunk was, by the rerun
     assert {i: chunk_file(i).stat().st_mtime_ns for i in stamps} == stamps
     xr.testing.assert_identical(open_sweep(out).load(), reference[1])
+
+
+def test_local_cluster_workers_get_the_malloc_settings(cluster):
+    from explore.sweep import WORKER_ENV
+    got = cluster[1].run(os.environ.get, "MALLOC_MMAP_THRESHOLD_")
+    assert len(got) == 2 and set(got.values()) == {WORKER_ENV["MALLOC_MMAP_THRESHOLD_"]}
