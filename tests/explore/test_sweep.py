@@ -236,5 +236,17 @@ def test_sigkill_mid_sweep_then_resume(space_file, space, reference, cluster, tm
 
 def test_local_cluster_workers_get_the_malloc_settings(cluster):
     from explore.sweep import WORKER_ENV
-    got = cluster[1].run(os.environ.get, "MALLOC_MMAP_THRESHOLD_")
+    got = cluster[1].run(lambda: os.environ.get("MALLOC_MMAP_THRESHOLD_"))   # worker's environ
     assert len(got) == 2 and set(got.values()) == {WORKER_ENV["MALLOC_MMAP_THRESHOLD_"]}
+
+
+def test_store_killed_while_being_created_is_made_again(space, tmp_path):
+    import zarr
+    out = tmp_path / "half.zarr"
+    lay, run, todo = prepare_store(space, out, CHUNK)
+    g = zarr.open_group(str(out), mode="r+")
+    del g.attrs["sweep_ready"]                   # as if killed before the skeleton was complete
+    del g["sweep_chunk_run"]
+    lay2, run2, todo2 = prepare_store(space, out, CHUNK)
+    assert (lay2, run2, todo2) == (lay, 1, list(range(lay.n_chunks)))
+    assert zarr.open_group(str(out), mode="r").attrs["sweep_ready"] is True
