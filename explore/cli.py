@@ -190,6 +190,10 @@ class _Parser(argparse.ArgumentParser):
 
 def main(argv=None) -> int:
     _load_plugins()
+    # plugins register on the importable module `explore.cli`; under `python -m explore.cli`
+    # this module is `__main__`, so take the commands from the canonical module
+    import explore.cli as canonical
+    COMMANDS.update(canonical.COMMANDS)
     parser = _Parser(prog="lightpath", description="co-design LLM training clusters")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     for name, (help_, add_args, _) in COMMANDS.items():
