@@ -190,10 +190,6 @@ class _Parser(argparse.ArgumentParser):
 
 def main(argv=None) -> int:
     _load_plugins()
-    # plugins register on the importable module `explore.cli`; under `python -m explore.cli`
-    # this module is `__main__`, so take the commands from the canonical module
-    import explore.cli as canonical
-    COMMANDS.update(canonical.COMMANDS)
     parser = _Parser(prog="lightpath", description="co-design LLM training clusters")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     for name, (help_, add_args, _) in COMMANDS.items():
@@ -213,4 +209,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # plugins register on the importable module `explore.cli`, not on `__main__`: run that one
+    from explore.cli import main as _main
+    sys.exit(_main())

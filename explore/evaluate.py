@@ -138,13 +138,15 @@ def _assemble(out: dict, r: Resolved) -> xr.Dataset:
     units = {"time_s": "s", "energy_j": "J", "capex_usd": "USD", "power_w": "W", "memory_bytes": "B"}
     data = {}
     for k, a in out.items():
-        a = np.broadcast_to(np.asarray(a), (n,))
+        a = np.asarray(a)
+        if a.shape != (n,) or a.strides[0] == 0:   # scalars and broadcast views: own the data
+            a = np.array(np.broadcast_to(a, (n,)))
         if k == "reason":
             a = a.astype(str)
         bd = breakdown_of(k)
         attrs = ({"units": units[bd[0]], "breakdown": bd[0], "component": bd[1]} if bd
                  else {"units": UNITS.get(k, "")})
-        data[k] = xr.Variable(("design",), np.array(a), attrs)
+        data[k] = xr.Variable(("design",), a, attrs)
     ds = xr.Dataset(data, coords={"design": np.arange(n)})
     ds.attrs["scenario_name"] = r.name
     return ds

@@ -94,15 +94,15 @@ def get_part(kind: str, pid: str) -> dict:
 _CODES_CACHE: list = [None, None, None]  # (ids array, unique ids, inverse) of the last call
 
 
-def _codes(arr: np.ndarray):
-    """Unique ids and inverse indices; a broadcast scalar (stride 0) skips the sort."""
-    if arr.ndim == 1 and arr.size > 1 and arr.strides[0] == 0:
-        return arr[:1], np.zeros(arr.shape, dtype=np.intp)
+def _codes(kind: str, arr: np.ndarray):
+    """Ids present and a code per design (``hwmodels.codes``: one comparison per catalog id,
+    no string sort); the last array's codes are cached, as many fields share one id array."""
     if _CODES_CACHE[0] is arr:
         return _CODES_CACHE[1], _CODES_CACHE[2]
-    uniq, inv = np.unique(arr, return_inverse=True)
-    _CODES_CACHE[:] = [arr, uniq, inv.reshape(arr.shape)]
-    return uniq, _CODES_CACHE[2]
+    from hwmodels.codes import codes
+    uniq, inv = codes(arr, part_ids(kind))
+    _CODES_CACHE[:] = [arr, uniq, inv]
+    return uniq, inv
 
 
 def lookup(kind: str, ids, field: str) -> np.ndarray:
@@ -111,6 +111,6 @@ def lookup(kind: str, ids, field: str) -> np.ndarray:
     Unique ids are resolved once, then broadcast by indexing (no per-design loop).
     """
     arr = np.asarray(ids)
-    uniq, inv = _codes(arr)
+    uniq, inv = _codes(kind, arr)
     vals = np.array([float(get_part(kind, str(u))[field]) for u in uniq])
     return vals[inv]
