@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import difflib
 import functools
-import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from hwmodels.parts import load_catalog, part_ids, unknown_id_message
+from hwmodels.parts import part_ids, unknown_id_message
 
 REQUIRED = object()
 

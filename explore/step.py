@@ -27,8 +27,8 @@ import numpy as np
 from explore import calibration as cal
 from explore.plan import ParallelPlan
 from explore.system import SystemSpec
-from explore.workload import (ModelSpec, activation_bytes_per_layer, attention_params,
-                              embedding_params, layer_attention_flops_per_token,
+from explore.workload import (ModelSpec, activation_bytes_per_layer,
+                              layer_attention_flops_per_token,
                               layer_gemm_flops_per_token, layer_params, logits_flops_per_token,
                               mlp_inner_width)
 from topologies import collectives as coll

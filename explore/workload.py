@@ -14,7 +14,7 @@ Megatron's 72 B s l h^2 (1 + s/6h + V/12hl) per batch.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import numpy as np
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from hwmodels.parts import get_part, lookup
+from hwmodels.parts import catalog_dataclass, get_part
 
 TECHNOLOGIES = ("copper", "pluggable", "lpo", "cpo", "optical-io")
 """Scenario ``optics`` choices, each an id in ``catalog/optics.toml``; integer code = index."""
@@ -60,8 +60,7 @@ class LinkTech:
     @classmethod
     def from_catalog(cls, ids) -> "LinkTech":
         """Vectorised over an array of optics ids (unique ids looked up once)."""
-        ids = np.asarray(ids)
-        return cls(**{f.name: lookup("optics", ids, f.name) for f in fields(cls)})
+        return catalog_dataclass(cls, "optics", ids)
 
     @classmethod
     def of(cls, pid: str) -> "LinkTech":

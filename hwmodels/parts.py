@@ -114,3 +114,10 @@ def lookup(kind: str, ids, field: str) -> np.ndarray:
     uniq, inv = _codes(kind, arr)
     vals = np.array([float(get_part(kind, str(u))[field]) for u in uniq])
     return vals[inv]
+
+
+def catalog_dataclass(cls, kind: str, ids):
+    """An instance of the frozen dataclass ``cls`` whose every field is looked up per id."""
+    from dataclasses import fields
+    ids = np.asarray(ids)
+    return cls(**{f.name: lookup(kind, ids, f.name) for f in fields(cls)})

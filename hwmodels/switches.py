@@ -12,11 +12,11 @@ a ``CircuitSwitch`` with ns-us ``reconfig_s``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import numpy as np
 
-from hwmodels.parts import lookup
+from hwmodels.parts import catalog_dataclass
 
 
 @dataclass(frozen=True)
@@ -29,8 +29,7 @@ class PacketSwitch:
 
     @classmethod
     def from_catalog(cls, ids) -> "PacketSwitch":
-        ids = np.asarray(ids)
-        return cls(**{f.name: lookup("switches", ids, f.name) for f in fields(cls)})
+        return catalog_dataclass(cls, "switches", ids)
 
     @property
     def capacity_bps(self):
@@ -54,8 +53,7 @@ class CircuitSwitch:
 
     @classmethod
     def from_catalog(cls, ids) -> "CircuitSwitch":
-        ids = np.asarray(ids)
-        return cls(**{f.name: lookup("ocs", ids, f.name) for f in fields(cls)})
+        return catalog_dataclass(cls, "ocs", ids)
 
     @property
     def power_w_per_port(self):
