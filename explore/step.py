@@ -32,14 +32,9 @@ from explore.workload import (ModelSpec, activation_bytes_per_layer,
                               layer_gemm_flops_per_token, layer_params, logits_flops_per_token,
                               mlp_inner_width)
 from topologies import collectives as coll
+from topologies.placement import group_span  # noqa: F401  (re-exported: one definition)
 
 ACT_BYTES = 2.0  # 16-bit activations exchanged between ranks
-
-
-def group_span(stride, size, domain):
-    """Ranks of a group (members ``stride`` apart) per scale-up domain, and domains spanned."""
-    inner = np.where(stride < domain, np.clip(np.floor(domain / stride), 1, size), 1.0)
-    return inner, np.ceil(size / inner)
 
 
 class Fabric:
