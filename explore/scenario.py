@@ -202,19 +202,27 @@ def _suggest(key: str, allowed) -> str:
     return f" (did you mean {near[0]!r}?)" if near else ""
 
 
-def load_scenario(path) -> dict:
-    """Read a scenario TOML file into nested dicts (no validation beyond TOML syntax)."""
+def read_toml_text(path, error=None, what: str = "a TOML file") -> tuple[dict, str]:
+    """(parsed TOML, raw text) of ``path``; a missing file, a directory, bad syntax or
+    binary content raise ``error`` (default ScenarioError) with one line naming the file."""
+    error = error or ScenarioError
     p = Path(path)
     if not p.exists():
-        raise ScenarioError(f"{p}: file not found")
+        raise error(f"{p}: file not found")
     if p.is_dir():
-        raise ScenarioError(f"{p}: is a directory, expected a TOML file")
+        raise error(f"{p}: is a directory, expected {what}")
     try:
-        return tomllib.loads(p.read_text())
+        text = p.read_text()
+        return tomllib.loads(text), text
     except tomllib.TOMLDecodeError as e:
-        raise ScenarioError(f"{p}: TOML syntax error: {e}") from None
+        raise error(f"{p}: TOML syntax error: {e}") from None
     except UnicodeDecodeError:
-        raise ScenarioError(f"{p}: not a text file") from None
+        raise error(f"{p}: not a text file") from None
+
+
+def load_scenario(path) -> dict:
+    """Read a scenario TOML file into nested dicts (no validation beyond TOML syntax)."""
+    return read_toml_text(path)[0]
 
 
 def get_field(scenario: dict, path: str):

@@ -37,7 +37,6 @@ import copy
 import hashlib
 import json
 import math
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,7 +45,7 @@ import numpy as np
 import xarray as xr
 
 from explore.expression import Expression, ExpressionError
-from explore.scenario import ScenarioError, field_paths, get_field, resolve, set_field
+from explore.scenario import ScenarioError, field_paths, get_field, read_toml_text, resolve, set_field
 from explore.space_variables import (Constraint, SpaceError, Variable, _suggest, _variable,
                                      schema_field)
 
@@ -242,17 +241,8 @@ def _read(path_or_dict) -> tuple[dict, str, Path, str]:
         return copy.deepcopy(path_or_dict), json.dumps(path_or_dict, sort_keys=True, default=str), \
             Path.cwd(), "space"
     p = Path(path_or_dict)
-    if not p.exists():
-        raise SpaceError(f"{p}: file not found")
-    if p.is_dir():
-        raise SpaceError(f"{p}: is a directory, expected a design-space TOML file")
-    try:
-        text = p.read_text()
-        return tomllib.loads(text), text, p.parent, str(p)
-    except tomllib.TOMLDecodeError as e:
-        raise SpaceError(f"{p}: TOML syntax error: {e}") from None
-    except UnicodeDecodeError:
-        raise SpaceError(f"{p}: not a text file") from None
+    data, text = read_toml_text(p, SpaceError, "a design-space TOML file")
+    return data, text, p.parent, str(p)
 
 
 def _base(where: str, raw, root: Path) -> dict:
