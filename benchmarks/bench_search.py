@@ -17,9 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from explore.search import _grid, run_search, settings_for
-from explore.search_results import hypervolume, nondominated
-from explore.space import load_space
+from explore.search.problem import _grid, run_search, settings_for
+from explore.search.results import hypervolume, nondominated
+from explore.search.space import load_space
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -28,7 +28,7 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from explore.space import load_space  # noqa: E402
+from explore.search.space import load_space  # noqa: E402
 import explore.sweep  # noqa: E402,F401
 S = sys.modules["explore.sweep"]
 

@@ -1,8 +1,19 @@
-"""lightpath explore: workload + plan + system -> time, energy and cost per token."""
+"""lightpath explore: workload + plan + system -> time, energy and cost per token.
+
+Public API: ``load_scenario``, ``evaluate``, ``search``, ``sweep``, ``open_sweep`` and
+``ScenarioError`` (plus the scenario helpers ``resolve``, ``set_field``, ``get_field``
+and ``to_json_dict``). The package is laid out as
+
+* ``scenario`` (the contract) and ``evaluate`` (scenario -> ``xarray.Dataset``);
+* ``model/``: the training model (workload, plan, system, step, costs, reliability,
+  calibration);
+* ``search/``: design spaces and multi-objective search; ``sweep/``: full grids;
+* ``cli/``: the ``lightpath`` command; ``validation``: published runs.
+"""
 from explore.scenario import ScenarioError, load_scenario, resolve, set_field, get_field
 from explore.evaluate import evaluate, to_json_dict
-from explore import accessor  # noqa: F401  registers the ``ds.lightpath`` accessor
-from explore.sweep import open_sweep, sweep
+from explore.sweep import open_sweep, sweep  # also registers the ``ds.lightpath`` accessor
+from explore.search import search
 
 __all__ = ["ScenarioError", "load_scenario", "resolve", "evaluate", "to_json_dict",
-           "set_field", "get_field", "sweep", "open_sweep"]
+           "set_field", "get_field", "search", "sweep", "open_sweep"]

@@ -10,14 +10,14 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from explore import calibration as cal
-from explore.costs import energy_and_cost
-from explore.plan import ParallelPlan, bubble_fraction, check_rules
-from explore.reliability import goodput as goodput_model
+from explore.model import calibration as cal
+from explore.model.costs import energy_and_cost
+from explore.model.plan import ParallelPlan, bubble_fraction, check_rules
+from explore.model.reliability import goodput as goodput_model
 from explore.scenario import Resolved, resolve
-from explore.step import step_model
-from explore.system import SystemSpec, build_system, hardware_invalid
-from explore.workload import ModelSpec, model_flops_per_token, total_params
+from explore.model.step import step_model
+from explore.model.system import SystemSpec, build_system, hardware_invalid
+from explore.model.workload import ModelSpec, model_flops_per_token, total_params
 
 UNITS = {
     "step_time_s": "s", "tokens_per_s": "token/s", "model_flops_per_s_per_device": "FLOP/s",

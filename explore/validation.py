@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from explore import calibration as cal
+from explore.model import calibration as cal
 
 REPO = Path(__file__).resolve().parent.parent
 CSV_PATH = REPO / "tests" / "validation" / "published_runs.csv"

@@ -1,15 +1,12 @@
-"""Categorical catalog ids -> per-design field arrays, without a per-design loop.
+"""Integer codes of categorical ids, without a per-design loop and without a string sort.
 
-``table(kind, ids, fields)`` finds the unique ids once (``np.unique`` with
-``return_inverse``) and gathers each numeric field with one ``np.take``. A
-scalar broadcast to ``n`` designs (stride 0, as ``explore.scenario.resolve``
-produces) is recognised and looked up once.
+A scalar broadcast to ``n`` designs (stride 0, as ``explore.scenario.resolve``
+produces) is recognised and coded once. This module depends on numpy only;
+``hwmodels.parts.table`` uses it to gather catalog fields per design.
 """
 from __future__ import annotations
 
 import numpy as np
-
-from hwmodels.parts import get_part, part_ids
 
 
 def codes(ids, known=None) -> tuple[np.ndarray, np.ndarray]:
@@ -36,21 +33,3 @@ def codes(ids, known=None) -> tuple[np.ndarray, np.ndarray]:
     if (code < 0).any():
         present.append(str(arr[code < 0].flat[0]))  # unknown: get_part raises on it
     return np.array(present), code
-
-
-def table(kind: str, ids, fields) -> dict[str, np.ndarray]:
-    """``{field: array}`` of the catalog ``kind`` entries named by ``ids``."""
-    uniq, code = codes(ids, part_ids(kind))
-    parts = [get_part(kind, str(u)) for u in uniq]
-    out = {}
-    for f in fields:
-        vals = np.array([float(p[f]) for p in parts])
-        out[f] = vals[code] if len(vals) > 1 else np.broadcast_to(vals[0], code.shape)
-    return out
-
-
-def strings(kind: str, ids, field: str) -> np.ndarray:
-    """A string field (another catalog id) of the entries named by ``ids``."""
-    uniq, code = codes(ids, part_ids(kind))
-    vals = np.array([str(get_part(kind, str(u))[field]) for u in uniq])
-    return vals[code] if len(vals) > 1 else np.broadcast_to(vals[0], code.shape)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hwmodels.codes import table
+from hwmodels.parts import table
 
 NODE_FIELDS = ("wafer_cost_usd", "defect_density_per_cm2", "clustering_alpha",
                "transistor_density_per_mm2", "clock_hz", "matrix_flops_per_cycle_per_mm2_bf16",

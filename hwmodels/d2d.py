@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hwmodels.codes import table
+from hwmodels.parts import table
 
 D2D_FIELDS = ("bandwidth_bps_per_mm", "bandwidth_bps_per_mm2", "phy_area_mm2_per_bps",
               "energy_per_bit_j", "latency_s", "stacked", "bond_yield")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hwmodels.codes import table
+from hwmodels.parts import table
 
 HBM_FIELDS = ("bandwidth_bytes_per_s", "capacity_bytes", "energy_per_bit_j", "cost_usd_per_byte",
               "shoreline_mm", "footprint_mm2", "background_power_w")

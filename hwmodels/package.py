@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from hwmodels import compute_die, d2d, hbm, packaging, silicon
-from hwmodels.codes import strings, table
+from hwmodels.parts import strings, table
 from hwmodels.parts import get_part, load_catalog
 
 PARAMS = ("compute_dies", "die_area_mm2", "matrix_fraction", "clock_hz", "hbm_stacks",

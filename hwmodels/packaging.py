@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from hwmodels import silicon
-from hwmodels.codes import table
+from hwmodels.parts import table
 
 PACKAGE_FIELDS = ("has_interposer", "interposer_area_factor", "max_interposer_area_mm2",
                   "interposer_wafer_cost_usd", "interposer_defect_density_per_cm2",

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from hwmodels.codes import codes
+
 CATALOG_DIR = Path(__file__).parent / "catalog"
 _ID_RE = re.compile(r"^[a-z0-9][a-z0-9.\-]*$")
 
@@ -99,7 +101,6 @@ def _codes(kind: str, arr: np.ndarray):
     no string sort); the last array's codes are cached, as many fields share one id array."""
     if _CODES_CACHE[0] is arr:
         return _CODES_CACHE[1], _CODES_CACHE[2]
-    from hwmodels.codes import codes
     uniq, inv = codes(arr, part_ids(kind))
     _CODES_CACHE[:] = [arr, uniq, inv]
     return uniq, inv
@@ -121,3 +122,22 @@ def catalog_dataclass(cls, kind: str, ids):
     from dataclasses import fields
     ids = np.asarray(ids)
     return cls(**{f.name: lookup(kind, ids, f.name) for f in fields(cls)})
+
+
+def table(kind: str, ids, fields) -> dict[str, np.ndarray]:
+    """``{field: array}`` of the catalog ``kind`` entries named by ``ids``: the unique ids
+    are found once and each numeric field gathered with one indexing."""
+    uniq, code = codes(ids, part_ids(kind))
+    parts = [get_part(kind, str(u)) for u in uniq]
+    out = {}
+    for f in fields:
+        vals = np.array([float(p[f]) for p in parts])
+        out[f] = vals[code] if len(vals) > 1 else np.broadcast_to(vals[0], code.shape)
+    return out
+
+
+def strings(kind: str, ids, field: str) -> np.ndarray:
+    """A string field (another catalog id) of the entries named by ``ids``."""
+    uniq, code = codes(ids, part_ids(kind))
+    vals = np.array([str(get_part(kind, str(u))[field]) for u in uniq])
+    return vals[code] if len(vals) > 1 else np.broadcast_to(vals[0], code.shape)

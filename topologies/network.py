@@ -1,6 +1,6 @@
 """NetworkSpec: the scale-out fabric's family, parameters and parts as arrays (one per design).
 
-Built by ``explore.system.build_system`` from the scenario's ``[system.scale_out]``
+Built by ``explore.model.system.build_system`` from the scenario's ``[system.scale_out]``
 table; read by the step model's ``Fabric`` (placement, contention) and by the
 cost model (``topologies.bom``). Categorical choices are integer codes.
 """

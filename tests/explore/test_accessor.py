@@ -7,7 +7,7 @@ import xarray as xr
 from hypothesis import given, settings, strategies as st
 
 import explore  # noqa: F401  (registers the accessor)
-from explore.accessor import natural_sense, pareto_mask
+from explore.sweep.accessor import natural_sense, pareto_mask
 from explore.scenario import ScenarioError
 
 

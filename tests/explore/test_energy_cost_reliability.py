@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import explore
-from explore.reliability import goodput
+from explore.model.reliability import goodput
 
 BASE = explore.load_scenario("studies/scenarios/gpt3-175b-1024-a100.toml")
 

@@ -6,11 +6,11 @@ import pytest
 import xarray as xr
 from hypothesis import given, settings as hsettings, strategies as st
 
-from explore.cli import main
-from explore.search import Encoding, SearchSettings, run_search, settings_for
-from explore.search_results import hypervolume, nondominated, read_result
-from explore.space import SpaceError, load_space
-from explore.space_variables import Variable
+from explore.cli.main import main
+from explore.search.problem import Encoding, SearchSettings, run_search, settings_for
+from explore.search.results import hypervolume, nondominated, read_result
+from explore.search.space import SpaceError, load_space
+from explore.search.variables import Variable
 
 ROOT = Path(__file__).resolve().parents[2]
 SPACES = ROOT / "studies" / "spaces"
@@ -154,7 +154,7 @@ def test_max_objective_keeps_its_sign():
     mfu = ds["objectives"].sel(objective="mfu").values
     assert (mfu > 0).all() and np.allclose(mfu, ds["mfu"].values)
     # exhaustive check: the best mfu of the grid is on the front
-    from explore.search import _grid
+    from explore.search.problem import _grid
     every = s.evaluate(_grid(s.variables))
     best = np.nanmax(np.where(every["valid"].values, every["mfu"].values, np.nan))
     assert mfu.max() == pytest.approx(best)
@@ -209,7 +209,7 @@ def test_other_algorithms_run_and_return_feasible_fronts(algorithm):
 
 
 def test_cli_resume_after_interrupt_uses_the_runs_settings(tmp_path, capsys, monkeypatch):
-    import explore.search as search
+    from explore.search import problem as search
     out = tmp_path / "r.nc"
     real = search.run_search
 
@@ -235,7 +235,7 @@ def test_cli_resume_after_interrupt_uses_the_runs_settings(tmp_path, capsys, mon
 
 
 def test_enumerate_without_hardware_variables_is_the_exhaustive_front():
-    from explore.search import _grid
+    from explore.search.problem import _grid
     s = load_space(SPACES / "plan-gpt3-175b-1024-a100.toml")
     ds = run_search(s, settings_for(s, plan="enumerate"))
     every = s.evaluate(_grid(s.variables))
@@ -248,7 +248,7 @@ def test_enumerate_without_hardware_variables_is_the_exhaustive_front():
 
 
 def test_pareto_figures_show_the_design_on_hover():
-    from explore.pareto_plot import pareto_figure
+    from explore.search.plot import pareto_figure
     s3 = load_space(SPACES / "codesign-gpt3-175b.toml")
     ds3 = run_search(s3, settings_for(s3, pop=12, gens=2))
     fig3 = pareto_figure(ds3)
@@ -264,7 +264,7 @@ def test_pareto_figures_show_the_design_on_hover():
 
 
 def test_chunked_evaluation_gives_the_same_result(monkeypatch):
-    import explore.search as search
+    from explore.search import problem as search
     s = load_space(SMALL)
     flags = dict(plan="enumerate", pop=6, gens=2, evaluations=0, seed=4)
     whole = run_search(s, settings_for(s, **flags))

@@ -8,7 +8,7 @@ from hypothesis import given, settings as hsettings, strategies as st
 
 import explore
 from explore.scenario import ScenarioError
-from explore.space import Space, SpaceError, Variable, load_space
+from explore.search.space import Space, SpaceError, Variable, load_space
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIO = ROOT / "studies" / "scenarios" / "gpt3-175b-1024-a100.toml"

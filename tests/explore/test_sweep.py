@@ -16,8 +16,8 @@ import xarray as xr
 from hypothesis import given, settings, strategies as st
 
 import explore  # noqa: F401  (registers the accessor)
-from explore.cli import main
-from explore.space import load_space
+from explore.cli.main import main
+from explore.search.space import load_space
 from explore.sweep import (Layout, SweepError, evaluate_chunk, lazy_sweep, local_cluster,
                            open_sweep, prepare_store, run_sweep, sweep)
 
@@ -190,7 +190,7 @@ def _runs(out: Path):
 
 def test_sigkill_mid_sweep_then_resume(space_file, space, reference, cluster, tmp_path, capsys):
     out = tmp_path / "killed.zarr"
-    cmd = [sys.executable, "-c", "import sys; from explore.cli import main; sys.exit(main(sys.argv[1:]))",
+    cmd = [sys.executable, "-c", "import sys; from explore.cli.main import main; sys.exit(main(sys.argv[1:]))",
            "sweep", str(space_file), "--out", str(out),
            "--chunk", str(CHUNK), "--workers", "2", "--no-progress"]
     proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL,

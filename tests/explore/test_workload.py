@@ -4,7 +4,7 @@ import pytest
 
 import explore
 from explore.scenario import resolve
-from explore.workload import (ModelSpec, activation_bytes_per_layer, model_flops_per_token,
+from explore.model.workload import (ModelSpec, activation_bytes_per_layer, model_flops_per_token,
                               total_params)
 
 

@@ -46,7 +46,7 @@ def test_missing_source_fails(tmp_path, monkeypatch, name):
 
 
 def test_cli_lists_and_shows_hardware_kinds(capsys):
-    from explore.cli import main
+    from explore.cli.main import main
     assert main(["catalog"]) == 0
     out = capsys.readouterr().out
     for kind in ("process_nodes:", "hbm:", "d2d:", "packaging:", "io_chiplets:", "accelerator_designs:"):

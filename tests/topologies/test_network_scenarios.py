@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import explore
-from explore.plan import ParallelPlan
+from explore.model.plan import ParallelPlan
 from explore.scenario import ScenarioError, resolve
-from explore.step import step_model
-from explore.system import build_system
-from explore.workload import ModelSpec
+from explore.model.step import step_model
+from explore.model.system import build_system
+from explore.model.workload import ModelSpec
 from topologies import bom, fat_tree, metrics, reconfig, torus
 from topologies.network import FAMILIES
 
@@ -26,23 +26,38 @@ def base():
     return explore.load_scenario(CANON)
 
 
-def _step(sc, legacy=False):
+def _step(sc):
     r = resolve(sc)
     s = build_system(r)
-    if legacy:
-        s = dataclasses.replace(s, network=None)
     fl = np.broadcast_to(np.asarray(r.values["training.flash_attention"], bool), (r.n,))
     return step_model(ModelSpec.from_resolved(r), ParallelPlan.from_resolved(r), s, fl)["step_time_s"]
 
 
 @settings(max_examples=15, deadline=None)
-@given(st.sampled_from([(8, 8, 16), (4, 16, 16), (8, 16, 8), (2, 32, 16), (8, 4, 32)]), st.sampled_from([1, 8]))
-def test_fat_tree_default_equals_foundation_fabric(plan, su):
-    """fat-tree + default optics: the topology-aware Fabric gives the foundation's step times."""
+@given(st.sampled_from([(1, 16), (1, 64), (8, 16), (8, 128), (4, 8), (2, 4)]), st.sampled_from([1, 8]),
+       st.sampled_from([1e6, 1e8, 1e9]))
+def test_fat_tree_collectives_equal_hierarchical_closed_form(group, su, size):
+    """A non-blocking fat-tree: the placed all-reduce and reduce-scatter equal the two-level
+    closed form (ring inside the scale-up domain, ring over the domains at the NIC rate)."""
+    from explore.model import calibration as cal
+    from explore.model.step import Fabric
+    from topologies import collectives as coll
+    from topologies.placement import group_span
+    stride, n = group
     sc = base()
-    sc["parallelism"].update(tp=plan[0], pp=plan[1], dp=plan[2])
     sc["system"]["scale_up"]["size"] = su
-    assert np.allclose(_step(sc), _step(sc, legacy=True), rtol=1e-12)
+    r = resolve(sc)
+    s = build_system(r)
+    assert float(s.oversubscription[0]) == 1.0
+    c = cal.DEFAULT
+    fab = Fabric(s, c)
+    inner, outer = group_span(np.float64(stride), np.float64(n), s.su_size)
+    su_bw, so_bw = s.su_bandwidth_bps * c.link_efficiency, s.so_bandwidth_bps * c.scale_out_link_efficiency
+    want_ar = coll.hierarchical_all_reduce_s(size, inner, su_bw, s.su_latency_s, outer, so_bw, s.so_latency_s)
+    want_rs = coll.hierarchical_reduce_scatter_s(size, inner, su_bw, s.su_latency_s, outer, so_bw,
+                                                 s.so_latency_s)
+    assert np.allclose(fab.all_reduce(size, np.float64(stride), np.float64(n)), want_ar, rtol=1e-9)
+    assert np.allclose(fab.reduce_scatter(size, np.float64(stride), np.float64(n)), want_rs, rtol=1e-9)
 
 
 def test_every_family_and_optics_evaluates_with_breakdowns():

@@ -1,7 +1,7 @@
 """Step time against published training runs (tests/validation/published_runs.csv).
 
 Bounds from issue 2: MAPE <= 5 % over the set, no run worse than 12 %.
-The calibration constants in explore/calibration.py were fitted on this set
+The calibration constants in explore/model/calibration.py were fitted on this set
 (`python -m explore.validation --fit`); the errors are in-sample.
 """
 import numpy as np

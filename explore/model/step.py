@@ -24,15 +24,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from explore import calibration as cal
-from explore.plan import ParallelPlan
-from explore.system import SystemSpec
-from explore.workload import (ModelSpec, activation_bytes_per_layer,
+from explore.model import calibration as cal
+from explore.model.plan import ParallelPlan
+from explore.model.system import SystemSpec
+from explore.model.workload import (ModelSpec, activation_bytes_per_layer,
                               layer_attention_flops_per_token,
                               layer_gemm_flops_per_token, layer_params, logits_flops_per_token,
                               mlp_inner_width)
 from topologies import collectives as coll
-from topologies.placement import group_span  # noqa: F401  (re-exported: one definition)
+from topologies.placement import Placement, group_span
 
 ACT_BYTES = 2.0  # 16-bit activations exchanged between ranks
 
@@ -40,55 +40,45 @@ ACT_BYTES = 2.0  # 16-bit activations exchanged between ranks
 class Fabric:
     """Effective per-device bandwidths a collective sees (link efficiency and oversubscription).
 
-    The scale-out part is placed on the design's network family by
-    ``topologies.placement.Placement`` (contention from oversubscription, rails,
-    dragonfly global links, torus rings shared by interleaved groups, circuits
-    that follow the plan). A ``SystemSpec`` without a ``network`` keeps the
-    foundation's flat fat-tree.
+    Every group is split into its scale-up part (ring inside the domain) and its
+    scale-out part, which ``topologies.placement.Placement`` puts on the design's
+    network family (contention from oversubscription, rails, dragonfly global
+    links, torus rings shared by interleaved groups, circuits that follow the plan).
     """
 
     def __init__(self, s: SystemSpec, c: cal.Calibration):
+        if s.network is None:
+            raise ValueError("SystemSpec.network is None: every system has a scale-out network "
+                             "(explore.model.system.build_system sets it)")
         self.su_bw = s.su_bandwidth_bps * c.link_efficiency
         self.su_lat = s.su_latency_s
-        self.so_bw = s.so_bandwidth_bps * c.scale_out_link_efficiency / s.oversubscription
-        self.so_lat = s.so_latency_s
         self.domain = s.su_size
-        self.place = None
-        if getattr(s, "network", None) is not None:
-            from topologies.placement import Placement
-            self.place = Placement(s.network, s.su_size, s.so_bandwidth_bps, s.so_latency_s,
-                                   s.nics_per_device, s.nic_bandwidth_bps, c.scale_out_link_efficiency,
-                                   s.oversubscription, s.switch_radix, s.devices)
+        self.place = Placement(s.network, s.su_size, s.so_bandwidth_bps, s.so_latency_s,
+                               s.nics_per_device, s.nic_bandwidth_bps, c.scale_out_link_efficiency,
+                               s.oversubscription, s.switch_radix, s.devices)
 
     def all_reduce(self, size_bytes, stride, n):
         inner, outer = group_span(stride, n, self.domain)
-        if self.place is None:
-            return coll.hierarchical_all_reduce_s(size_bytes, inner, self.su_bw, self.su_lat,
-                                                  outer, self.so_bw, self.so_lat)
         t_in = coll.ring_reduce_scatter_s(size_bytes, inner, self.su_bw, self.su_lat)
         shard = np.asarray(size_bytes) / inner
         return 2 * t_in + self.place.outer_all_reduce(shard, stride, outer) + self.place.reconfiguration_stall(outer)
 
     def _reduce_scatter(self, size_bytes, stride, n):
         inner, outer = group_span(stride, n, self.domain)
-        if self.place is None:
-            return coll.hierarchical_reduce_scatter_s(size_bytes, inner, self.su_bw, self.su_lat,
-                                                      outer, self.so_bw, self.so_lat), outer
         t_in = coll.ring_reduce_scatter_s(size_bytes, inner, self.su_bw, self.su_lat)
         return t_in + self.place.outer_reduce_scatter(np.asarray(size_bytes) / inner, stride, outer), outer
 
     def reduce_scatter(self, size_bytes, stride, n):
         t, outer = self._reduce_scatter(size_bytes, stride, n)
-        return t if self.place is None else t + self.place.reconfiguration_stall(outer)
+        return t + self.place.reconfiguration_stall(outer)
 
     def all_gather(self, size_bytes, stride, n):
         return self._reduce_scatter(size_bytes, stride, n)[0]
 
     def p2p(self, size_bytes, stride):
         cross = stride >= self.domain
-        so = (coll.p2p_s(size_bytes, self.so_bw, self.so_lat) if self.place is None
-              else self.place.p2p(size_bytes, stride))
-        return np.where(cross, so, coll.p2p_s(size_bytes, self.su_bw, self.su_lat))
+        return np.where(cross, self.place.p2p(size_bytes, stride),
+                        coll.p2p_s(size_bytes, self.su_bw, self.su_lat))
 
 
 def stage_layers(m: ModelSpec, plan: ParallelPlan):

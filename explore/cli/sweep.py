@@ -12,7 +12,7 @@ import logging
 import sys
 import warnings
 
-from explore.cli import UserError, register
+from explore.cli.main import UserError, register
 
 
 def _args(p: argparse.ArgumentParser) -> None:
@@ -28,7 +28,7 @@ def _args(p: argparse.ArgumentParser) -> None:
 
 
 def _run(a) -> int:
-    from explore.space import load_space
+    from explore.search.space import load_space
     from explore.sweep import Layout, SweepError, local_cluster, prepare_store, run_sweep
     from explore.scenario import ScenarioError
     from hwmodels.parts import CatalogError

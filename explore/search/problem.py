@@ -25,7 +25,7 @@ from pymoo.core.problem import Problem
 from pymoo.core.repair import Repair
 from pymoo.core.sampling import Sampling
 
-from explore.space_variables import SpaceError
+from explore.search.variables import SpaceError
 
 BIG = 1e30       # objective value given to designs with no metric (they are infeasible anyway)
 # Reasons that depend only on the plan, the model, the batch and the device count.
@@ -227,7 +227,7 @@ class SpaceProblem(Problem):
         """F and G per row of X (its best plan in enumerate mode), evaluated in chunks of at
         most MAX_BATCH designs, and per chunk its feasible non-dominated designs
         (Dataset, F, G) for the archive, so memory stays bounded."""
-        from explore.search_results import nondominated
+        from explore.search.results import nondominated
         step = max(1, MAX_BATCH // self.n_inner)
         Fs, Gs, parts = [], [], []
         for s in range(0, len(X), step):
@@ -352,14 +352,14 @@ def settings_for(space, base: SearchSettings | None = None, **flags) -> SearchSe
     where = f"{space.path}: search"
     for k in raw:
         if k not in SETTING_KEYS:
-            from explore.space_variables import _suggest
+            from explore.search.variables import _suggest
             raise SpaceError(f"{where}.{k}: unknown key{_suggest(k, SETTING_KEYS)}; "
                              f"allowed: {', '.join(SETTING_KEYS)}")
     raw.update({k: v for k, v in flags.items() if v is not None})
     s = SearchSettings(**{k: (tuple(v) if k == "reference" and isinstance(v, (list, tuple)) else v)
                           for k, v in raw.items()})
     if s.algorithm not in ALGORITHMS:
-        from explore.space_variables import _suggest
+        from explore.search.variables import _suggest
         raise SpaceError(f"{where}.algorithm: value {s.algorithm!r} is not allowed"
                          f"{_suggest(str(s.algorithm), ALGORITHMS)}; allowed: {', '.join(ALGORITHMS)}")
     if s.plan not in ("search", "enumerate"):
@@ -390,7 +390,7 @@ def _fresh_state(space, settings: SearchSettings) -> dict:
                          "reference": (space.signs * np.asarray(settings.reference, float)
                                        if settings.reference else None),
                          "x_names": [v.name for v in problem.encoding.variables]}}
-    from explore.search_results import Archive
+    from explore.search.results import Archive
     state["archive"] = Archive([v.name for v in space.variables])
     if problem.n_var:
         from pymoo.termination.max_gen import MaximumGenerationTermination
@@ -402,7 +402,7 @@ def _fresh_state(space, settings: SearchSettings) -> dict:
 
 
 def _resume_state(space, settings: SearchSettings, ckpt) -> dict:
-    from explore.search_results import load_checkpoint
+    from explore.search.results import load_checkpoint
     try:
         state = load_checkpoint(ckpt)
     except Exception as e:  # a truncated or foreign file is a user error, not a crash
@@ -418,7 +418,7 @@ def _resume_state(space, settings: SearchSettings, ckpt) -> dict:
 
 def checkpoint_settings(ckpt) -> SearchSettings | None:
     """The settings a checkpointed run was started with (None if unreadable)."""
-    from explore.search_results import load_checkpoint
+    from explore.search.results import load_checkpoint
     try:
         return load_checkpoint(ckpt).get("settings")
     except Exception:
@@ -435,7 +435,7 @@ def run_search(space, settings: SearchSettings | None = None, out=None, resume: 
     benchmarks; unlike generations and evaluations it is not reproducible)."""
     import time
     t0 = time.perf_counter()
-    from explore.search_results import (checkpoint_path, hypervolume, reference_point,
+    from explore.search.results import (checkpoint_path, hypervolume, reference_point,
                                         result_dataset, save_checkpoint, write_result)
     settings = settings or settings_for(space)
     ckpt = checkpoint_path(out) if out is not None else None

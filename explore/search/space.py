@@ -26,7 +26,7 @@ time_to_train_s = "min"
 energy_per_token_j = "min"
 cost_per_token_usd = "min"
 
-[search]                       # read by explore.search (algorithm, pop, gens, seed, plan, ...)
+[search]                       # read by explore.search.problem (algorithm, pop, gens, seed, plan, ...)
 ```
 Every problem raises ``SpaceError`` (a ``ScenarioError``) in one line naming
 the field, the value and what is allowed.
@@ -44,9 +44,9 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from explore.expression import Expression, ExpressionError
+from explore.search.expression import Expression, ExpressionError
 from explore.scenario import ScenarioError, field_paths, get_field, read_toml_text, resolve, set_field
-from explore.space_variables import (Constraint, SpaceError, Variable, _suggest, _variable,
+from explore.search.variables import (Constraint, SpaceError, Variable, _suggest, _variable,
                                      schema_field)
 
 __all__ = ["Space", "SpaceError", "Variable", "Constraint", "Expression", "load_space",
@@ -159,8 +159,8 @@ class Space:
         Capex per device is nearly constant (network BOM steps aside), so the fixed point
         d <- multiple * floor(B * d / (capex(d) * multiple)) converges in a few steps; any
         residual excess is caught by the implicit ``capex_usd <= budget`` constraint."""
-        from explore.costs import capex_and_power
-        from explore.system import build_system
+        from explore.model.costs import capex_and_power
+        from explore.model.system import build_system
         budget = float(self.couplings["capex_budget_usd"])
         mult = np.broadcast_to(np.asarray(self.couplings["device_multiple"](env), float), (n,))
         mult = np.maximum(np.round(mult), 1.0)

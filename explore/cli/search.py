@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from explore.cli import UserError, _si, register
+from explore.cli.main import UserError, _si, register
 
 
 def _search_args(p: argparse.ArgumentParser) -> None:
@@ -33,8 +33,8 @@ def _user_errors(fn, *args, **kw):
 
 
 def _search_run(a) -> int:
-    from explore.search import checkpoint_settings, run_search, settings_for
-    from explore.space import load_space
+    from explore.search.problem import checkpoint_settings, run_search, settings_for
+    from explore.search.space import load_space
     space = _user_errors(load_space, a.space)
     out = Path(a.out) if a.out else Path(Path(a.space).stem + ".nc")
     if not out.parent.exists():
@@ -58,7 +58,7 @@ def _search_run(a) -> int:
     print(front_table(ds))
     print(f"wrote {out}")
     if a.html:
-        from explore.pareto_plot import write_html
+        from explore.search.plot import write_html
         write_html(ds, a.html)
         print(f"wrote {a.html}")
     return 0
@@ -70,7 +70,7 @@ def _value(x) -> str:
 
 def front_table(ds, rows: int = 15) -> str:
     """The front as a table: objectives (user's sign and units) and decision variables."""
-    from explore.pareto_plot import decision_names
+    from explore.search.plot import decision_names
     n = ds.sizes["design"]
     hv = ds["hypervolume"].values
     head = (f"lightpath search: {ds.attrs.get('space_name', '')}: {n} Pareto designs after "
@@ -102,8 +102,8 @@ def _pareto_args(p: argparse.ArgumentParser) -> None:
 
 
 def _pareto_run(a) -> int:
-    from explore.pareto_plot import write_html
-    from explore.search_results import read_result
+    from explore.search.plot import write_html
+    from explore.search.results import read_result
     p = Path(a.result)
     if not p.is_file():
         raise UserError(f"{p}: file not found")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from explore.system import SystemSpec
+from explore.model.system import SystemSpec
 from topologies import fat_tree
 
 SECONDS_PER_YEAR = 365.25 * 86400.0

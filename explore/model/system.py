@@ -55,7 +55,7 @@ class SystemSpec:
     d2d_latency_s: np.ndarray = 0.0              # one die-to-die crossing
     io_bandwidth_bps: np.ndarray = np.inf        # off-package I/O the package offers, per direction
     accelerator_parts: dict | None = None        # per-component cost and power shares (costs.py)
-    network: object | None = None                # issue 4: topologies.network.NetworkSpec (None: legacy fat-tree)
+    network: object | None = None                # topologies.network.NetworkSpec (the step model requires it)
 
 
 def accelerator_arrays(r) -> dict[str, np.ndarray]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from explore.scenario import RECOMPUTE
-from explore.workload import ModelSpec
+from explore.model.workload import ModelSpec
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,38 @@
+"""Design spaces and multi-objective search over them.
+
+``space`` (a base scenario plus variables, derived fields, couplings, constraints and
+objectives), ``variables`` and ``expression`` (its parts), ``problem`` (the pymoo
+problem, algorithms, checkpointed runs), ``results`` (archive, hypervolume, NetCDF
+results) and ``plot`` (the Pareto-front figure).
+"""
+from __future__ import annotations
+
+import os
+
+from explore.search.problem import (ALGORITHMS, SearchSettings, checkpoint_settings, run_search,
+                                    settings_for)
+from explore.search.results import read_result
+from explore.search.space import Space, SpaceError, load_space
+
+
+def search(space, out=None, *, resume: bool = False, progress: bool = False, **settings):
+    """Search a design space; returns the result ``xarray.Dataset`` (written to ``out`` if given).
+
+    ``space`` is a space file, a dict or a loaded ``Space``; ``settings`` override its
+    ``[search]`` table (``algorithm``, ``pop``, ``gens``, ``seed``, ``evaluations``,
+    ``plan``, ``reference``). With ``resume=True`` and a checkpoint ``out + ".ckpt"``
+    the interrupted run continues with its own settings and ends identical to an
+    uninterrupted run."""
+    if isinstance(space, (str, os.PathLike, dict)):
+        space = load_space(space)
+    base = None
+    if resume and out is not None:
+        from explore.search.results import checkpoint_path
+        if checkpoint_path(out).exists():
+            base = checkpoint_settings(checkpoint_path(out))
+    return run_search(space, settings_for(space, base, **settings), out=out, resume=resume,
+                      progress=progress)
+
+
+__all__ = ["search", "load_space", "read_result", "run_search", "settings_for", "Space",
+           "SpaceError", "SearchSettings", "ALGORITHMS"]

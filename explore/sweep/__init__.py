@@ -1,0 +1,15 @@
+"""Full-grid sweeps of a design space.
+
+``grid``: the grid, its chunk layout and a lazy dask-backed grid; ``store``: resumable
+Zarr stores on a dask.distributed cluster (``sweep``, ``open_sweep``); ``accessor``:
+the ``ds.lightpath`` accessor (Pareto front, feasible points) on any result.
+"""
+from explore.sweep.grid import (CHUNK_DEFAULT, Layout, SweepError, chunk_size, evaluate_chunk,
+                                grid_coords, lazy_sweep)
+from explore.sweep.store import (WORKER_ENV, SweepReport, compute_chunk, local_cluster, open_sweep,
+                                 prepare_store, run_sweep, sweep)
+from explore.sweep import accessor  # noqa: F401  registers the ``ds.lightpath`` accessor
+
+__all__ = ["CHUNK_DEFAULT", "Layout", "SweepError", "chunk_size", "evaluate_chunk", "grid_coords",
+           "lazy_sweep", "WORKER_ENV", "SweepReport", "compute_chunk", "local_cluster", "open_sweep",
+           "prepare_store", "run_sweep", "sweep"]
