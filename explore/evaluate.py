@@ -48,14 +48,22 @@ def breakdown_of(name: str):
     return None
 
 
-def evaluate(scenario: dict, calibration: cal.Calibration = cal.DEFAULT) -> xr.Dataset:
+def evaluate(scenario: dict, calibration: cal.Calibration = cal.DEFAULT, *, samples: int | None = None,
+             seed: int = 0) -> xr.Dataset:
     """Evaluate a scenario (nested dicts; any numeric or choice field may be a 1-D array).
 
     Returns a Dataset with a ``design`` dimension, one variable per metric
     (``units`` in attrs), breakdown variables ``time_s_*``, ``energy_j_*``,
     ``capex_usd_*``, ``power_w_*``, ``memory_bytes_*``, and ``valid``/``reason``.
+    With ``samples=N``: N joint draws of the uncertain catalog figures and calibration
+    constants (``explore.uncertainty.evaluate_samples``), dimensions ``(sample, design)``.
     Raises ``ScenarioError`` only when the scenario is malformed as a whole.
     """
+    if samples is not None or (isinstance(scenario, dict) and "uncertainty" in scenario):
+        if samples is not None:
+            from explore.uncertainty import evaluate_samples
+            return evaluate_samples(scenario, samples, seed, calibration=calibration)
+        scenario = {k: v for k, v in scenario.items() if k != "uncertainty"}
     r = resolve(scenario)
     return evaluate_resolved(r, calibration)
 

@@ -159,7 +159,8 @@ SCHEMA: dict[str, dict[str, Field]] = {
                                                  doc="storage write bandwidth per device, bits/s"),
     },
 }
-TOP_KEYS = ("name", "description", "model", "training", "parallelism", "system", "datacenter")
+TOP_KEYS = ("name", "description", "model", "training", "parallelism", "system", "datacenter", "uncertainty")
+# `uncertainty` (issue 14) is read by explore.uncertainty; resolve() ignores it.
 # Inline accelerator tables accept the catalog fields plus `base`.
 ACCEL_FIELDS = ("peak_flops_bf16", "peak_flops_fp16", "peak_flops_fp8", "hbm_capacity_bytes",
                 "hbm_bandwidth_bytes_per_s", "tdp_w", "idle_power_w", "price_usd", "host_power_w",
