@@ -157,6 +157,9 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "restart_s": Field("float", 900.0, lo=0.0, doc="time to restart after an interruption"),
         "checkpoint_write_bps_per_device": Field("float", 8e9, lo=0, lo_open=True,
                                                  doc="storage write bandwidth per device, bits/s"),
+        # issue 14: carbon (explore/model/carbon.py)
+        "grid": Field("id", "usa", catalog="grid", doc="grid region for operational carbon (catalog/grid.toml)"),
+        "grid_kg_per_kwh": Field("float", None, lo=0.0, doc="grid carbon intensity; default: the region's"),
     },
 }
 TOP_KEYS = ("name", "description", "model", "training", "parallelism", "system", "datacenter", "uncertainty")

@@ -82,12 +82,12 @@ class _Trace:
 
 
 class _Sampled:
-    """Returns each element's sampled figure: element i belongs to sample ``i // n``."""
+    """Returns each element's sampled figure: element i takes draw ``sample[i]``."""
 
-    def __init__(self, n: int, n_samples: int, values: dict[tuple, np.ndarray]):
-        self.n, self.total = n, n * n_samples
-        self.sample = np.repeat(np.arange(n_samples), n)
-        self.values = values   # (kind, part, field) -> (n_samples,) values
+    def __init__(self, sample: np.ndarray, values: dict[tuple, np.ndarray]):
+        self.sample = sample
+        self.total = len(sample)
+        self.values = values   # (kind, part, field) -> values per draw
 
     def __call__(self, kind, uniq, code, field, vals):
         if np.shape(vals) != (self.total,):
@@ -170,10 +170,27 @@ def evaluate_values(r: Resolved, values: dict[str, np.ndarray], n_samples: int,
                     calibration=cal.DEFAULT) -> xr.Dataset:
     """Evaluate ``n_samples`` joint samples (``values``: input name -> (n_samples,) array) of
     the resolved scenario ``r`` in one vectorised call; dimensions (sample, design)."""
-    from explore.evaluate import evaluate_resolved
     n, N = r.n, n_samples
     sample = np.repeat(np.arange(N), n)
     tiled = {k: np.tile(np.broadcast_to(v, (n,)), N) for k, v in r.values.items()}
+    flat = evaluate_elementwise(Resolved(n=n * N, values=tiled, name=r.name), values, sample, calibration)
+    data = {}
+    for k, var in flat.data_vars.items():
+        data[k] = xr.Variable(("sample", "design"), var.values.reshape(N, n), var.attrs)
+    ds = xr.Dataset(data, coords={"sample": np.arange(N), "design": np.arange(n)})
+    ds.attrs.update(flat.attrs)
+    for name, s in values.items():
+        ds[f"input:{name}"] = xr.Variable(("sample",), np.asarray(s, float))
+    return ds
+
+
+def evaluate_elementwise(r: Resolved, values: dict[str, np.ndarray], sample=None,
+                         calibration=cal.DEFAULT) -> xr.Dataset:
+    """Evaluate ``r`` (n elements) where element i takes the draw ``sample[i]`` (default i) of
+    every input in ``values``; one ``explore.evaluate`` call, dimension ``design``."""
+    from explore.evaluate import evaluate_resolved
+    sample = np.arange(r.n) if sample is None else sample
+    tiled = dict(r.values)
     cat, calib = {}, {}
     for name, s in values.items():
         head, rest = name.split(".", 1)
@@ -184,19 +201,11 @@ def evaluate_values(r: Resolved, values: dict[str, np.ndarray], n_samples: int,
         else:
             cat[_split_catalog(name)] = s
     c = replace(calibration, **calib) if calib else calibration
-    tok = PERTURBATION.set(_Sampled(n, N, cat))
+    tok = PERTURBATION.set(_Sampled(sample, cat))
     try:
-        flat = evaluate_resolved(Resolved(n=n * N, values=tiled, name=r.name), c)
+        return evaluate_resolved(Resolved(n=r.n, values=tiled, name=r.name), c)
     finally:
         PERTURBATION.reset(tok)
-    data = {}
-    for k, var in flat.data_vars.items():
-        data[k] = xr.Variable(("sample", "design"), var.values.reshape(N, n), var.attrs)
-    ds = xr.Dataset(data, coords={"sample": np.arange(N), "design": np.arange(n)})
-    ds.attrs.update(flat.attrs)
-    for name, s in values.items():
-        ds[f"input:{name}"] = xr.Variable(("sample",), np.asarray(s, float))
-    return ds
 
 
 def _split_catalog(name: str) -> tuple[str, str, str]:
