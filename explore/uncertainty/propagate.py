@@ -237,6 +237,9 @@ def bands(ds: xr.Dataset, metrics=None, q=(0.05, 0.5, 0.95)) -> xr.Dataset:
     """Per-design quantiles over ``sample`` (default 5th, 50th, 95th percentile) of the
     float metrics (all, or ``metrics``); dimension ``quantile``. NaN samples (invalid
     designs) are skipped. This is the function a figure calls for its error bars."""
+    import warnings
     names = metrics or [k for k, v in ds.data_vars.items()
                         if v.dtype.kind == "f" and "sample" in v.dims and "design" in v.dims]
-    return ds[list(names)].quantile(list(q), dim="sample", skipna=True)
+    with warnings.catch_warnings():   # a design invalid in every sample gives NaN quietly
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return ds[list(names)].quantile(list(q), dim="sample", skipna=True)

@@ -10,6 +10,8 @@ percentile of cost per token) is the per-design quantile over samples.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import xarray as xr
 
@@ -57,3 +59,60 @@ def robust_pareto(result: xr.Dataset, space, samples: int = 64, seed: int = 0, q
     cols = {v.name: result[v.name].values for v in space.variables}
     sc = space.scenario_batch(cols)
     return robust_front(sc, dict(space.objectives), samples, seed, q)
+
+
+# ----------------------------------------------------------------------------- search hooks
+
+def robust_settings(where: str, raw: dict, quantiles: dict) -> dict:
+    """A space's ``[uncertainty]`` table: ``samples`` (default 32), ``seed`` (default 0) and
+    input overrides (same keys as hwmodels/uncertainty.toml), plus its quantile objectives."""
+    from explore.search.variables import SpaceError
+    if not isinstance(raw, dict):
+        raise SpaceError(f"{where}: uncertainty: must be a table, got {raw!r}")
+    samples, seed = raw.get("samples", 32), raw.get("seed", 0)
+    for k, v, lo in (("samples", samples, 2), ("seed", seed, 0)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+            raise SpaceError(f"{where}: uncertainty.{k}: value {v!r} is not allowed; allowed: an integer >= {lo}")
+    inputs = {k: v for k, v in raw.items() if k not in ("samples", "seed")}
+    if inputs:
+        from explore.uncertainty.propagate import _check_names
+        from explore.uncertainty.inputs import UncertaintyError
+        try:
+            _check_names(inputs)
+        except UncertaintyError as e:
+            raise SpaceError(f"{where}: {e}") from None
+    return {"samples": samples, "seed": seed, "inputs": inputs,
+            "quantiles": {k: list(v) for k, v in quantiles.items()}}
+
+
+def add_quantile_objectives(ds: xr.Dataset, scenario: dict, robust: dict) -> xr.Dataset:
+    """Add ``<metric>_qNN`` (quantile over ``robust['samples']`` joint draws, the same draws for
+    every design and every generation: fixed seed) for each quantile objective."""
+    if not robust.get("quantiles"):
+        return ds
+    s = evaluate_samples(scenario, robust["samples"], robust["seed"], uncertainty=robust["inputs"])
+    for name, (m, q) in robust["quantiles"].items():
+        with warnings.catch_warnings():     # designs invalid in every sample: NaN, no warning
+            warnings.simplefilter("ignore", RuntimeWarning)
+            val = s[m].where(s["valid"]).quantile(q, dim="sample", skipna=True).values
+        ds[name] = ("design", val, {"units": ds[m].attrs.get("units", ""),
+                                    "description": f"{100 * q:g}th percentile of {m} over {robust['samples']} samples"})
+    return ds
+
+
+def add_nondominance(result: xr.Dataset, space) -> xr.Dataset:
+    """``p_nondominated`` of each Pareto design of a search result, on the space's objectives
+    (their nominal metrics, quantile objectives by their metric), over the space's samples."""
+    r = space.robust
+    cols = {v.name: result[v.name].values for v in space.variables}
+    sc = space.scenario_batch(cols)
+    objs = {r["quantiles"][m][0] if m in r.get("quantiles", {}) else m: s for m, s in space.objectives}
+    s = evaluate_samples(sc, r["samples"], r["seed"], uncertainty=r["inputs"])
+    signs = np.array([1.0 if v == "min" else -1.0 for v in objs.values()])
+    F = np.stack([s[m].values for m in objs], axis=-1) * signs
+    F = np.where(s["valid"].values[..., None], F, np.nan)
+    out = result.copy()
+    out["p_nondominated"] = ("design", nondominated_mask(F).mean(axis=0),
+                             {"description": f"fraction of {r['samples']} joint samples of the uncertain inputs "
+                                             f"in which no other Pareto design dominates this one"})
+    return out

@@ -112,3 +112,28 @@ def test_robust_front_probabilities():
     p = out["p_nondominated"].values
     assert p.shape == (3,) and ((p >= 0) & (p <= 1)).all() and p.max() > 0
     assert (out["cost_per_token_usd_q90"] >= out["cost_per_token_usd_median"]).all()
+
+
+def test_robust_search_quantile_objective_and_nondominance(tmp_path):
+    import tomllib
+
+    from explore.search import load_space, read_result, search
+    from explore.search.variables import SpaceError
+    doc = tomllib.loads(open("studies/spaces/small-llama3-70b.toml").read())
+    doc["objectives"] = {"time_to_train_s": "min", "cost_per_token_usd": {"sense": "min", "quantile": 0.9}}
+    doc["uncertainty"] = {"samples": 8, "seed": 1}
+    sp = load_space(doc)
+    assert sp.objectives[1] == ("cost_per_token_usd_q90", "min")
+    out = tmp_path / "r.nc"
+    ds = search(sp, out=str(out), pop=16, gens=3, seed=1)
+    p = ds["p_nondominated"].values
+    assert ds.sizes["design"] >= 1 and ((p >= 0) & (p <= 1)).all() and p.max() > 0
+    # the 90th percentile objective is at least the nominal metric's median over the same draws
+    assert (ds["cost_per_token_usd_q90"].values > 0).all()
+    assert "p_nondominated" in read_result(str(out))
+    bad = dict(doc, objectives={"time_to_train_s": {"sense": "min", "quantile": 1.5}})
+    with pytest.raises(SpaceError, match="quantile"):
+        load_space(bad)
+    bad = dict(doc, uncertainty={"samples": 0})
+    with pytest.raises(SpaceError, match="samples"):
+        load_space(bad)
