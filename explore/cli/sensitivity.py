@@ -51,10 +51,15 @@ def _run(a) -> int:
     print(f"lightpath sensitivity: {a.path}: {len(st.names)} inputs ({len(st.variables)} design variables, "
           f"{len(st.inputs)} uncertain figures), {ds.attrs['evaluations']:,} evaluations "
           f"({100 * ds.attrs['valid_fraction']:.0f} % valid designs), {dt:.1f} s")
+    unc = ranking(ds, a.top, "uncertain")
     for m, rows in ranking(ds, a.top).items():
         print(f"  {m}:")
         for name, s1, st_ in rows:
             print(f"    {name:<58} S1 {s1:6.3f}  ST {st_:6.3f}")
+        if st.variables and unc[m]:
+            print("    top uncertain figures:")
+            for name, s1, st_ in unc[m]:
+                print(f"      {name:<56} S1 {s1:6.3f}  ST {st_:6.3f}")
     if a.plot:
         from explore.uncertainty.sobol import plot
         plot(ds, a.plot)

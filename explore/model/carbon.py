@@ -46,35 +46,53 @@ def _act_ids(nodes):
     return np.array([ACT_CLASS.get(str(u), "act-3nm") for u in uniq])[code]
 
 
-def accelerator_design(v: dict, n: int) -> dict[str, np.ndarray]:
-    """Die areas, nodes and HBM of each design's accelerator: the reconstruction of its
-    catalog part (``accelerator_designs.toml``; the default design for parts without one)
-    overridden by inline parametric fields."""
+DESIGN_KEYS = ("compute_dies", "die_area_mm2", "node", "io_dies", "io_die_area_mm2", "io_node",
+               "hbm_stacks", "hbm_stack_capacity_bytes")
+
+
+def accelerator_design(v: dict, n: int, per_element: bool = True):
+    """(fields, code): die areas, nodes and HBM of each design's accelerator, the
+    reconstruction of its catalog part (``accelerator_designs.toml``; the default design
+    for parts without one) overridden by inline parametric fields. With
+    ``per_element=False`` and no inline field, the fields are per unique part and ``code``
+    maps designs onto them (fewer string look-ups); otherwise ``code`` is None."""
     base = np.broadcast_to(v.get("system.accelerator", np.array([hw_package.DEFAULT_DESIGN])), (n,))
     uniq, code = hw_codes(base, part_ids("accelerators"))
     known = set(hw_package.design_ids())
     design = np.array([u if u in known else hw_package.DEFAULT_DESIGN for u in uniq])
     d = hw_package.design_params(design)
-    out = {}
-    for k in ("compute_dies", "die_area_mm2", "node", "io_dies", "io_die_area_mm2", "io_node",
-              "hbm_stacks", "hbm_stack_capacity_bytes"):
-        given = v.get(f"system.accelerator.{k}")
-        out[k] = (np.broadcast_to(given, (n,)) if given is not None
-                  else np.broadcast_to(d[k], (len(uniq),))[code])
-    return out
+    given = {k: v[f"system.accelerator.{k}"] for k in DESIGN_KEYS if f"system.accelerator.{k}" in v}
+    if not per_element and not given:
+        return {k: np.broadcast_to(d[k], (len(uniq),)) for k in DESIGN_KEYS}, code
+    out = {k: (np.broadcast_to(given[k], (n,)) if k in given else np.broadcast_to(d[k], (len(uniq),))[code])
+           for k in DESIGN_KEYS}
+    return out, None
 
 
-def embodied_kg(v: dict, n: int, s, bom: dict) -> dict[str, np.ndarray]:
-    """Embodied kg CO2e of the whole cluster by component (``v``: resolved scenario values)."""
-    mfg_id = np.broadcast_to(np.array([MFG]), (n,))
-    m = {f: lookup("carbon", mfg_id, f) for f in MFG_FIELDS}
-    a = accelerator_design(v, n)
+def accelerator_kg(a: dict, m: dict) -> np.ndarray:
+    """Embodied kg CO2e of one accelerator: logic dies (ACT), HBM, package per IC, board."""
     dies = logic_die_kg(a["die_area_mm2"], a["node"], m["fab_grid_kg_per_kwh"]) * a["compute_dies"]
     io_area = np.where(a["io_dies"] > 0, a["io_die_area_mm2"], 1.0)
     io = np.where(a["io_dies"] > 0, a["io_dies"] * logic_die_kg(io_area, a["io_node"], m["fab_grid_kg_per_kwh"]), 0.0)
     hbm = a["hbm_stacks"] * a["hbm_stack_capacity_bytes"] / 1e9 * m["hbm_kg_per_gb"]
     pkg = (a["compute_dies"] + a["io_dies"] + a["hbm_stacks"]) * m["package_kg_per_ic"]
-    per_acc = dies + io + hbm + pkg + m["board_kg_per_accelerator"]
+    return dies + io + hbm + pkg + m["board_kg_per_accelerator"]
+
+
+def embodied_kg(v: dict, n: int, s, bom: dict) -> dict[str, np.ndarray]:
+    """Embodied kg CO2e of the whole cluster by component (``v``: resolved scenario values).
+
+    Without a catalog perturbation (explore.uncertainty) the accelerator term is computed
+    once per catalog part; with one, per design element so that sampled figures apply."""
+    from hwmodels.parts import PERTURBATION
+    mfg_id = np.broadcast_to(np.array([MFG]), (n,))
+    m = {f: lookup("carbon", mfg_id, f) for f in MFG_FIELDS}
+    a, code = accelerator_design(v, n, per_element=PERTURBATION.get() is not None)
+    if code is None:
+        per_acc = accelerator_kg(a, m)
+    else:
+        m1 = {f: lookup("carbon", np.array([MFG]), f) for f in MFG_FIELDS}
+        per_acc = accelerator_kg(a, m1)[code]
     d = s.devices
     return {
         "accelerators": d * per_acc,

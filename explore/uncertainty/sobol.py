@@ -132,14 +132,17 @@ def sobol_indices(st: Study, n: int = 256, seed: int = 0) -> xr.Dataset:
     return ds
 
 
-def ranking(ds: xr.Dataset, top: int = 5) -> dict[str, list[tuple[str, float, float]]]:
-    """Per objective: the top inputs by total index, as (input, S1, ST)."""
+def ranking(ds: xr.Dataset, top: int = 5, kind: str = "all") -> dict[str, list[tuple[str, float, float]]]:
+    """Per objective: the top inputs by total index, as (input, S1, ST). ``kind``: "all",
+    "variables" (design variables, ``var:*``) or "uncertain" (catalog figures, constants)."""
+    names = ds["input"].values.astype(str)
+    keep = np.ones(len(names), bool) if kind == "all" else (np.char.startswith(names, "var:") == (kind == "variables"))
     out = {}
     for m in ds["objective"].values:
-        st = ds["ST"].sel(objective=m).values
+        st = np.where(keep, ds["ST"].sel(objective=m).values, -np.inf)
         s1 = ds["S1"].sel(objective=m).values
-        order = np.argsort(-st)[:top]
-        out[str(m)] = [(str(ds["input"].values[i]), float(s1[i]), float(st[i])) for i in order]
+        order = [i for i in np.argsort(-st)[:top] if keep[i]]
+        out[str(m)] = [(str(names[i]), float(s1[i]), float(st[i])) for i in order]
     return out
 
 
