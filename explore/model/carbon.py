@@ -137,3 +137,24 @@ def _nics(s) -> np.ndarray:
     """NICs of the scale-out fabric (0 for a single scale-up domain), as costs.network_bom counts them."""
     single = s.devices <= s.su_size
     return np.where(single, 0.0, np.ceil(s.devices * s.nics_per_device))
+
+
+def profile_mean_kg_per_kwh(profile_kg_per_kwh, start_hour, duration_s) -> np.ndarray:
+    """Time-average grid intensity over a run of ``duration_s`` starting at ``start_hour``
+    (hours since the profile's origin) for an hourly, periodic profile (24 values for a day,
+    8760 for a year; any length). Exact for a constant load: the integral of the step
+    profile over [t0, t0 + T] / T, from its cumulative sum (vectorised over designs).
+    Use it to set ``datacenter.grid_kg_per_kwh`` from an hourly profile."""
+    p = np.asarray(profile_kg_per_kwh, float)
+    n = len(p)
+    cum = np.concatenate([[0.0], np.cumsum(p)])              # integral over whole hours
+
+    def integral(t_h):                                        # integral of the profile from 0 to t (hours)
+        t_h = np.asarray(t_h, float)
+        periods, rest = np.divmod(t_h, n)
+        k = np.floor(rest).astype(int)
+        return periods * cum[-1] + cum[k] + (rest - k) * p[np.minimum(k, n - 1)]
+
+    t0 = np.asarray(start_hour, float)
+    T = np.asarray(duration_s, float) / 3600.0
+    return (integral(t0 + T) - integral(t0)) / T

@@ -6,7 +6,7 @@ Distributions live in ``hwmodels/uncertainty.toml`` (kind defaults and cited
 per-entry overrides); scenario and space files may add an ``[uncertainty]`` table.
 """
 from explore.uncertainty.inputs import Input, UncertaintyError, UncertaintyModel
-from explore.uncertainty.propagate import Problem, bands, evaluate_samples, evaluate_values
+from explore.uncertainty.propagate import Problem, bands, error_bars, evaluate_samples, evaluate_values
 
-__all__ = ["Input", "UncertaintyError", "UncertaintyModel", "Problem", "bands", "evaluate_samples",
-           "evaluate_values"]
+__all__ = ["Input", "UncertaintyError", "UncertaintyModel", "Problem", "bands", "error_bars",
+           "evaluate_samples", "evaluate_values"]

@@ -142,10 +142,17 @@ class Problem:
 
     @classmethod
     def of(cls, scenario: dict, uncertainty=None, spread: float = 1.0, calibration=cal.DEFAULT,
-           only_uncertain: bool = True) -> "Problem":
+           only_uncertain: bool = True, only=None) -> "Problem":
         model = _model_of(scenario, uncertainty, spread)
         r = resolve(_strip(scenario))
         inputs = traced_inputs(r, model, calibration)
+        if only is not None:
+            names = {i.name for i in inputs}
+            for o in only:
+                if o not in names:
+                    raise UncertaintyError(f"only: input {o!r} is not used by this scenario; allowed: "
+                                           + ", ".join(sorted(names)))
+            inputs = [i for i in inputs if i.name in set(only)]
         if only_uncertain:
             inputs = [i for i in inputs if not i.zero_width]
         return cls(r, tuple(inputs), calibration)
@@ -216,16 +223,18 @@ def _split_catalog(name: str) -> tuple[str, str, str]:
 
 
 def evaluate_samples(scenario: dict, samples: int = 64, seed: int = 0, uncertainty=None,
-                     spread: float = 1.0, calibration: cal.Calibration = cal.DEFAULT) -> xr.Dataset:
+                     spread: float = 1.0, calibration: cal.Calibration = cal.DEFAULT,
+                     only=None) -> xr.Dataset:
     """Metrics of ``samples`` joint draws of every uncertain input, dims (sample, design).
 
     ``uncertainty``: extra ``[uncertainty]`` entries (same keys as the data file) or an
-    ``UncertaintyModel``; ``spread`` scales every width (0 reproduces ``explore.evaluate``).
+    ``UncertaintyModel``; ``spread`` scales every width (0 reproduces ``explore.evaluate``);
+    ``only``: names of the inputs to vary (the others stay at their nominal value).
     Input draws are kept as ``input:NAME`` variables; ``bands(ds)`` summarises.
     """
     if not (isinstance(samples, (int, np.integer)) and samples >= 1):
         raise ScenarioError(f"samples: value {samples!r} is not allowed; allowed: an integer >= 1")
-    p = Problem.of(copy.copy(scenario), uncertainty, spread, calibration)
+    p = Problem.of(copy.copy(scenario), uncertainty, spread, calibration, only=only)
     rng = np.random.default_rng(seed)
     U = rng.random((int(samples), len(p.inputs)))
     ds = p.evaluate(U)
@@ -243,3 +252,12 @@ def bands(ds: xr.Dataset, metrics=None, q=(0.05, 0.5, 0.95)) -> xr.Dataset:
     with warnings.catch_warnings():   # a design invalid in every sample gives NaN quietly
         warnings.simplefilter("ignore", RuntimeWarning)
         return ds[list(names)].quantile(list(q), dim="sample", skipna=True)
+
+
+def error_bars(ds: xr.Dataset, metric: str, lo: float = 0.05, hi: float = 0.95):
+    """(median, minus, plus) arrays per design for an asymmetric error bar of ``metric``
+    (``ds`` from ``evaluate_samples``): matplotlib ``errorbar(x, med, yerr=[minus, plus])``
+    or plotly ``error_y=dict(array=plus, arrayminus=minus)``."""
+    b = bands(ds, [metric], (lo, 0.5, hi))[metric]
+    med = b.sel(quantile=0.5).values
+    return med, med - b.sel(quantile=lo).values, b.sel(quantile=hi).values - med

@@ -63,3 +63,14 @@ def test_carbon_breakdown_sums_and_objective():
     parts = sum(float(ds[k][0]) for k in ds.data_vars if k.startswith("carbon_kg_"))
     assert parts == pytest.approx(float(ds["carbon_per_step_kg"][0]), rel=1e-12)
     assert ds["carbon_per_token_kg"].attrs["units"] == "kgCO2e/token"
+
+
+def test_hourly_profile_mean():
+    from explore.model.carbon import profile_mean_kg_per_kwh
+    day = np.where(np.arange(24) < 12, 0.1, 0.5)     # clean half-day, dirty half-day
+    # whole days average to the profile mean, whatever the start
+    assert profile_mean_kg_per_kwh(day, np.array([0.0, 7.3]), 3 * 86400.0) == pytest.approx([0.3, 0.3])
+    # a 6-hour run inside the clean half, one straddling the switch at hour 12
+    assert profile_mean_kg_per_kwh(day, 2.0, 6 * 3600.0) == pytest.approx(0.1)
+    assert profile_mean_kg_per_kwh(day, 10.0, 4 * 3600.0) == pytest.approx(0.3)
+    assert profile_mean_kg_per_kwh(day, 23.5, 3600.0) == pytest.approx(0.3)   # wraps to the next day

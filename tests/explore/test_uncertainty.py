@@ -137,3 +137,41 @@ def test_robust_search_quantile_objective_and_nondominance(tmp_path):
     bad = dict(doc, uncertainty={"samples": 0})
     with pytest.raises(SpaceError, match="samples"):
         load_space(bad)
+
+
+def test_cli_evaluate_samples_prints_bands(capsys):
+    from explore.cli.main import main
+    assert main(["evaluate", SCENARIO, "--samples", "16", "--seed", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "16 samples" in out and "5 %" in out and "95 %" in out and "carbon_per_token_kg" in out
+    assert main(["evaluate", SCENARIO, "--samples", "8", "--json"]) == 0
+    import json
+    obj = json.loads(capsys.readouterr().out)
+    c = obj["bands"][0]["cost_per_token_usd"]
+    assert c["q05"] <= c["q50"] <= c["q95"]
+    assert main(["evaluate", SCENARIO, "--samples", "0"]) == 2
+    assert main(["sensitivity", "no/such/file.toml"]) == 2
+    assert "file not found" in capsys.readouterr().err
+
+
+def test_widening_an_override_through_the_uncertainty_table():
+    """The same relation through the [uncertainty] machinery: only one input varies, its cited
+    range is widened, and exactly its dependents widen."""
+    from explore.uncertainty import error_bars
+    sc = explore.load_scenario(SCENARIO)
+    name = "switches.quantum-2-qm9700.cost_usd"
+    out = []
+    for lo, hi in ((38000.0, 42000.0), (25000.0, 55000.0)):
+        s = copy.deepcopy(sc)
+        s["uncertainty"] = {name: {"dist": "uniform", "low": lo, "high": hi, "source": "test"}}
+        ds = evaluate_samples(s, samples=64, seed=0, only=[name])
+        b = bands(ds)
+        w = b.sel(quantile=0.95) - b.sel(quantile=0.05)
+        out.append({k: float(np.nanmax(np.abs(w[k].values))) for k in w.data_vars})
+    dependents = {k for k, v in out[1].items() if v > 0}
+    assert dependents == {"capex_usd", "capex_usd_switches", "cost_per_token_usd", "cost_per_step_usd"}
+    assert all(out[1][k] > 5 * out[0][k] for k in dependents)
+    med, minus, plus = error_bars(ds, "cost_per_token_usd")
+    assert (minus > 0).all() and (plus > 0).all()
+    with pytest.raises(UncertaintyError, match="not used"):
+        evaluate_samples(sc, samples=2, only=["ocs.no-such.cost_usd"])
