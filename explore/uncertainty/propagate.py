@@ -119,6 +119,8 @@ def traced_inputs(r: Resolved, model: UncertaintyModel, calibration=cal.DEFAULT)
     """The uncertain inputs of a resolved scenario (catalog figures found by one traced
     evaluation, calibration constants, scenario overrides), zero-width ones included."""
     from explore.evaluate import evaluate_resolved
+    if r.n == 1:   # two elements, so that per-part look-ups (shape 1) are not mistaken for per-design ones
+        r = Resolved(n=2, values={k: np.broadcast_to(v, (2,)) for k, v in r.values.items()}, name=r.name)
     tr = _Trace(r.n)
     tok = PERTURBATION.set(tr)
     try:
@@ -184,10 +186,10 @@ def evaluate_values(r: Resolved, values: dict[str, np.ndarray], n_samples: int,
     data = {}
     for k, var in flat.data_vars.items():
         data[k] = xr.Variable(("sample", "design"), var.values.reshape(N, n), var.attrs)
+    for name, s in values.items():    # the draws, built with the rest (one Dataset construction)
+        data[f"input:{name}"] = xr.Variable(("sample",), np.asarray(s, float))
     ds = xr.Dataset(data, coords={"sample": np.arange(N), "design": np.arange(n)})
     ds.attrs.update(flat.attrs)
-    for name, s in values.items():
-        ds[f"input:{name}"] = xr.Variable(("sample",), np.asarray(s, float))
     return ds
 
 
