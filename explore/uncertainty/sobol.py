@@ -92,7 +92,8 @@ def study(path_or_dict, objectives=None, uncertainty=None, spread: float = 1.0, 
     is_space = "variables" in raw
     space = load_space(path_or_dict) if is_space else None
     scenario = space.base if is_space else (raw if isinstance(path_or_dict, dict) else load_scenario(path_or_dict))
-    extra = dict(raw.get("uncertainty", {})) if is_space else {}
+    extra = ({k: v for k, v in raw.get("uncertainty", {}).items() if k not in ("samples", "seed")}
+             if is_space else {})
     model = _model_of(scenario, {**extra, **(uncertainty or {})}, spread)
     objs = tuple(objectives or ([m for m, _ in space.objectives] if is_space else DEFAULT_OBJECTIVES))
     st = Study(space, scenario, [], objs)

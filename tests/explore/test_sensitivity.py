@@ -40,3 +40,18 @@ def test_cli_sensitivity_on_space(tmp_path, capsys):
 def test_cli_sensitivity_bad_n(capsys):
     assert main(["sensitivity", SCENARIO, "--n", "100"]) == 2
     assert "power of two" in capsys.readouterr().err
+
+
+def test_space_uncertainty_table_is_used(tmp_path):
+    """A space's [uncertainty] table (samples/seed for robust search, plus input overrides)
+    feeds the sensitivity inputs: a widened switch price shows up for cost only."""
+    import tomllib
+    doc = tomllib.loads(open("studies/spaces/small-llama3-70b.toml").read())
+    name = "switches.quantum-2-qm9700.cost_usd"
+    doc["uncertainty"] = {"samples": 8, name: {"dist": "uniform", "low": 1e4, "high": 2e5, "source": "test"}}
+    st = study(doc, objectives=["time_to_train_s", "cost_per_token_usd"])
+    i = next(x for x in st.inputs if x.name == name)
+    assert (i.low, i.high) == (1e4, 2e5)
+    ds = sobol_indices(st, n=64, seed=0)
+    assert abs(float(ds["ST"].sel(objective="time_to_train_s", input=name))) < 0.02
+    assert float(ds["ST"].sel(objective="cost_per_token_usd", input=name)) > 0.005
