@@ -114,7 +114,7 @@ def test_robust_front_probabilities():
     assert (out["cost_per_token_usd_q90"] >= out["cost_per_token_usd_median"]).all()
 
 
-def test_robust_search_quantile_objective_and_nondominance(tmp_path):
+def test_robust_search_quantile_objective_and_nondominance(tmp_path, capsys):
     import tomllib
 
     from explore.search import load_space, read_result, search
@@ -131,6 +131,9 @@ def test_robust_search_quantile_objective_and_nondominance(tmp_path):
     # the 90th percentile objective is at least the nominal metric's median over the same draws
     assert (ds["cost_per_token_usd_q90"].values > 0).all()
     assert "p_nondominated" in read_result(str(out))
+    from explore.cli.main import main
+    assert main(["pareto", str(out)]) == 0
+    assert "P(nondom)" in capsys.readouterr().out
     bad = dict(doc, objectives={"time_to_train_s": {"sense": "min", "quantile": 1.5}})
     with pytest.raises(SpaceError, match="quantile"):
         load_space(bad)
