@@ -11,6 +11,7 @@ import numpy as np
 import xarray as xr
 
 from explore.model import calibration as cal
+from explore.model.carbon import carbon
 from explore.model.costs import energy_and_cost
 from explore.model.plan import ParallelPlan, bubble_fraction, check_rules
 from explore.model.reliability import goodput as goodput_model
@@ -33,8 +34,10 @@ UNITS = {
     "network_fibres": "1", "network_fibre_m": "m", "network_copper_cables": "1",
     "network_link_budget_margin_db": "dB", "network_laser_power_w_per_lane": "W",
     "network_reconfig_s_per_step": "s", "network_fit": "FIT (failures per 1e9 h)",
+    "carbon_per_token_kg": "kgCO2e/token", "carbon_per_step_kg": "kgCO2e", "embodied_carbon_kg": "kgCO2e",
+    "embodied_carbon_share": "1",
 }
-BREAKDOWNS = ("time_s", "energy_j", "capex_usd", "power_w", "memory_bytes")
+BREAKDOWNS = ("time_s", "energy_j", "capex_usd", "power_w", "memory_bytes", "carbon_kg")
 HEADLINE = ("step_time_s", "tokens_per_s", "model_flops_per_s_per_device", "mfu",
             "memory_per_device_bytes", "fits_memory", "time_to_train_s",
             "energy_per_token_j", "cost_per_token_usd")
@@ -48,14 +51,22 @@ def breakdown_of(name: str):
     return None
 
 
-def evaluate(scenario: dict, calibration: cal.Calibration = cal.DEFAULT) -> xr.Dataset:
+def evaluate(scenario: dict, calibration: cal.Calibration = cal.DEFAULT, *, samples: int | None = None,
+             seed: int = 0) -> xr.Dataset:
     """Evaluate a scenario (nested dicts; any numeric or choice field may be a 1-D array).
 
     Returns a Dataset with a ``design`` dimension, one variable per metric
     (``units`` in attrs), breakdown variables ``time_s_*``, ``energy_j_*``,
     ``capex_usd_*``, ``power_w_*``, ``memory_bytes_*``, and ``valid``/``reason``.
+    With ``samples=N``: N joint draws of the uncertain catalog figures and calibration
+    constants (``explore.uncertainty.evaluate_samples``), dimensions ``(sample, design)``.
     Raises ``ScenarioError`` only when the scenario is malformed as a whole.
     """
+    if samples is not None or (isinstance(scenario, dict) and "uncertainty" in scenario):
+        if samples is not None:
+            from explore.uncertainty import evaluate_samples
+            return evaluate_samples(scenario, samples, seed, calibration=calibration)
+        scenario = {k: v for k, v in scenario.items() if k != "uncertainty"}
     r = resolve(scenario)
     return evaluate_resolved(r, calibration)
 
@@ -110,6 +121,7 @@ def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v,
             **{k: val for k, val in st.items() if k != "step_time_s" and k != "memory_per_device_bytes"},
             **ec,
         }
+        out.update(carbon(v, system, ec))   # issue 14: operational + embodied carbon per token
     margin = out.get("network_link_budget_margin_db")
     if margin is not None:  # an optical path that cannot close its link budget is not buildable
         optics_bad = valid & (margin < 0)
@@ -135,7 +147,8 @@ def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v,
 def _assemble(out: dict, r: Resolved) -> xr.Dataset:
     """Units (and breakdown tags) attached as each variable is built, last, as xarray drops attrs."""
     n = r.n
-    units = {"time_s": "s", "energy_j": "J", "capex_usd": "USD", "power_w": "W", "memory_bytes": "B"}
+    units = {"time_s": "s", "energy_j": "J", "capex_usd": "USD", "power_w": "W", "memory_bytes": "B",
+             "carbon_kg": "kgCO2e"}
     data = {}
     for k, a in out.items():
         a = np.asarray(a)

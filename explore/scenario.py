@@ -157,9 +157,13 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "restart_s": Field("float", 900.0, lo=0.0, doc="time to restart after an interruption"),
         "checkpoint_write_bps_per_device": Field("float", 8e9, lo=0, lo_open=True,
                                                  doc="storage write bandwidth per device, bits/s"),
+        # issue 14: carbon (explore/model/carbon.py)
+        "grid": Field("id", "usa", catalog="grid", doc="grid region for operational carbon (catalog/grid.toml)"),
+        "grid_kg_per_kwh": Field("float", None, lo=0.0, doc="grid carbon intensity; default: the region's"),
     },
 }
-TOP_KEYS = ("name", "description", "model", "training", "parallelism", "system", "datacenter")
+TOP_KEYS = ("name", "description", "model", "training", "parallelism", "system", "datacenter", "uncertainty")
+# `uncertainty` (issue 14) is read by explore.uncertainty; resolve() ignores it.
 # Inline accelerator tables accept the catalog fields plus `base`.
 ACCEL_FIELDS = ("peak_flops_bf16", "peak_flops_fp16", "peak_flops_fp8", "hbm_capacity_bytes",
                 "hbm_bandwidth_bytes_per_s", "tdp_w", "idle_power_w", "price_usd", "host_power_w",

@@ -81,11 +81,13 @@ def front_table(ds, rows: int = 15) -> str:
     objs = [str(o) for o in ds["objective"].values]
     names = decision_names(ds)
     pick = np.unique(np.linspace(0, n - 1, min(rows, n)).round().astype(int))
-    cols = [f"{o} ({s})" for o, s in zip(objs, ds["sense"].values)] + names
+    robust = "p_nondominated" in ds   # issue 14: robust search results
+    cols = [f"{o} ({s})" for o, s in zip(objs, ds["sense"].values)] + (["P(nondom)"] if robust else []) + names
     table = []
     for i in pick:
         cells = [_si(float(ds["objectives"].values[i, j]), ds[o].attrs.get("units", "") if o in ds else "")
                  for j, o in enumerate(objs)]
+        cells += [f"{float(ds['p_nondominated'].values[i]):.2f}"] if robust else []
         cells += [_value(ds[nm].values[i]) for nm in names]
         table.append(cells)
     w = [max(len(c), *(len(r[k]) for r in table)) for k, c in enumerate(cols)]

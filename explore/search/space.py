@@ -53,7 +53,7 @@ __all__ = ["Space", "SpaceError", "Variable", "Constraint", "Expression", "load_
            "schema_field"]
 
 TOP_KEYS = ("name", "description", "base", "variables", "derived", "couplings", "constraints",
-            "objectives", "search", "sweep")
+            "objectives", "search", "sweep", "uncertainty")
 DEFAULT_OBJECTIVES = (("time_to_train_s", "min"), ("energy_per_token_j", "min"),
                       ("cost_per_token_usd", "min"))
 
@@ -97,6 +97,7 @@ class Space:
     fingerprint: str = ""
     metrics: tuple = ()
     path: str = ""
+    robust: dict = field(default_factory=dict)   # issue 14: [uncertainty] + quantile objectives
 
     # -- building scenarios ------------------------------------------------------------
     def variable(self, name: str) -> Variable:
@@ -187,6 +188,9 @@ class Space:
         from explore.evaluate import evaluate
         sc, bad, reason = self._batch(columns)
         ds = evaluate(sc)
+        if self.robust:   # issue 14: quantile objectives over joint samples of the uncertain inputs
+            from explore.uncertainty.robust import add_quantile_objectives
+            ds = add_quantile_objectives(ds, sc, self.robust)
         n = ds.sizes["design"]
         if bad.any():
             ds["reason"] = ("design", np.where(bad, reason.astype(str), ds["reason"].values))
@@ -333,7 +337,10 @@ def load_space(path_or_dict) -> Space:
     space.constraints = _constraints(where, doc.get("constraints", {}), bounded, probe)
     if "capex_budget_usd" in couplings:
         space.constraints.append(Constraint("capex_usd", None, float(couplings["capex_budget_usd"])))
-    space.objectives = _objectives(where, doc.get("objectives"), numeric)
+    space.objectives, quantiles = _objectives(where, doc.get("objectives"), numeric)
+    if quantiles or "uncertainty" in doc:
+        from explore.uncertainty.robust import robust_settings
+        space.robust = robust_settings(where, doc.get("uncertainty", {}), quantiles)
     space.fingerprint = _fingerprint(space)
     return space
 
@@ -397,21 +404,33 @@ def _constraints(where, raw: dict, numeric, probe) -> list[Constraint]:
     return out
 
 
-def _objectives(where, raw, numeric) -> list[tuple[str, str]]:
+def _objectives(where, raw, numeric) -> tuple[list[tuple[str, str]], dict]:
+    """(objectives, quantile objectives {name: (metric, q)}). ``metric = {sense = "min",
+    quantile = 0.9}`` makes the objective the 90th percentile over uncertainty samples,
+    named ``<metric>_q90`` (issue 14)."""
     if raw is None:
-        return list(DEFAULT_OBJECTIVES)
+        return list(DEFAULT_OBJECTIVES), {}
     if not raw:
         raise SpaceError(f"{where}: objectives: empty; allowed: metric = \"min\" | \"max\"")
-    out = []
+    out, quantiles = [], {}
     for m, sense in raw.items():
         if m not in numeric:
             raise SpaceError(f"{where}: objectives.{m}: not a numeric metric{_suggest(m, numeric)}; "
                              f"allowed: {', '.join(numeric)}")
+        if isinstance(sense, dict):
+            extra = set(sense) - {"sense", "quantile"}
+            q = sense.get("quantile")
+            if extra or not isinstance(q, (int, float)) or isinstance(q, bool) or not 0 < q < 1:
+                raise SpaceError(f"{where}: objectives.{m}: value {sense!r} is not allowed; allowed: "
+                                 f"\"min\", \"max\" or {{sense = \"min\", quantile = Q}} with 0 < Q < 1")
+            name = f"{m}_q{round(100 * q):02d}"
+            quantiles[name] = (m, float(q))
+            m, sense = name, sense.get("sense", "min")
         if sense not in ("min", "max"):
             raise SpaceError(f"{where}: objectives.{m}: value {sense!r} is not allowed; "
                              f"allowed: 'min' or 'max'")
         out.append((m, sense))
-    return out
+    return out, quantiles
 
 
 def _fingerprint(s: Space) -> str:
@@ -421,5 +440,7 @@ def _fingerprint(s: Space) -> str:
             "couplings": {k: (v.text if isinstance(v, Expression) else v) for k, v in s.couplings.items()},
             "constraints": [c.__dict__ for c in s.constraints], "objectives": s.objectives,
             "search": s.search, "sweep": s.sweep}
+    if s.robust:   # only when present, so spaces without it keep their fingerprint
+        norm["uncertainty"] = s.robust
     blob = json.dumps(norm, sort_keys=True, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o))
     return hashlib.sha256(blob.encode()).hexdigest()
