@@ -17,7 +17,8 @@ from explore.model.reliability import goodput as goodput_model
 from explore.scenario import Resolved, resolve
 from explore.model.step import step_model
 from explore.model.system import SystemSpec, build_system, hardware_invalid
-from explore.model.workload import ModelSpec, model_flops_per_token, total_params
+from explore.model.workload import ModelSpec, active_params, model_flops_per_token, total_params
+from explore.model.precision import Recipe  # issue 11
 
 UNITS = {
     "step_time_s": "s", "tokens_per_s": "token/s", "model_flops_per_s_per_device": "FLOP/s",
@@ -26,7 +27,7 @@ UNITS = {
     "capex_usd": "USD", "power_w": "W", "goodput": "1", "params": "", "microbatches": "",
     "bubble_fraction": "1", "checkpoint_interval_s": "s", "checkpoint_time_s": "s",
     "mtbi_s": "s", "energy_per_step_j": "J", "cost_per_step_usd": "USD",
-    "params_per_device": "1", "hw_flops_per_device": "FLOP", "busy_time_s": "s",
+    "params_per_device": "1", "active_params": "", "hw_flops_per_device": "FLOP", "busy_time_s": "s",
     "bytes_scale_out_per_device": "B",
     "valid": "bool", "reason": "",
     "network_switches": "1", "network_transceivers": "1", "network_ocs": "1", "network_ocs_ports": "1",
@@ -66,18 +67,19 @@ def evaluate_resolved(r: Resolved, calibration: cal.Calibration = cal.DEFAULT) -
     plan = ParallelPlan.from_resolved(r)
     system = build_system(r)
     flash = np.broadcast_to(np.asarray(v["training.flash_attention"], bool), (r.n,))
-    out = _metrics(model, plan, system, flash, v, calibration)
+    recipe = Recipe.from_resolved(r, system)  # issue 11: precision recipe
+    out = _metrics(model, plan, system, flash, v, calibration, recipe)
     return _assemble(out, r)
 
 
-def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v, c) -> dict:
+def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v, c, recipe=None) -> dict:
     valid, reason = check_rules(model, plan, system.devices, system.peak_flops > 0)
     hw_bad, hw_reason = hardware_invalid(system)  # issue 3: reticle, shoreline, interposer, power
     hw_bad = hw_bad & valid
     reason[hw_bad] = hw_reason[hw_bad]
     valid = valid & ~hw_bad
     with np.errstate(divide="ignore", invalid="ignore"):
-        st = step_model(model, plan, system, flash, c)
+        st = step_model(model, plan, system, flash, c, recipe)
         tokens_per_step = plan.global_batch * model.seq_len
         step = st["step_time_s"]
         tps = tokens_per_step / step
@@ -105,6 +107,7 @@ def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v,
             "goodput": gp_c,
             "checkpoint_interval_s": tau, "checkpoint_time_s": delta, "mtbi_s": mtbi,
             "params": n_params,
+            "active_params": active_params(model),  # issue 11
             "microbatches": plan.microbatches,
             "bubble_fraction": bubble_fraction(plan),
             **{k: val for k, val in st.items() if k != "step_time_s" and k != "memory_per_device_bytes"},

@@ -3,6 +3,12 @@
 Placement follows Megatron-LM's rank order (tensor innermost, then context,
 data, pipeline): the tensor group is contiguous, the data group has stride
 ``tp * cp`` and the pipeline group stride ``tp * cp * dp``.
+
+Device count (Megatron-Core): tp * pp * dp * cp = devices. Expert parallelism
+does not add a factor: the ``ep`` ranks of an expert group are drawn from the
+dp * cp ranks (stride tp), so ep divides dp * cp (and the number of experts);
+expert weights are further split over the tensor group (expert TP = tp) and
+replicated over dp * cp / ep ranks (the expert-data-parallel group).
 Rules that break a design mark it invalid with a reason; they never raise.
 """
 from __future__ import annotations
@@ -31,6 +37,9 @@ class ParallelPlan:
     overlap_tp_comm: np.ndarray
     grad_reduce_bytes: np.ndarray
     global_batch: np.ndarray
+    # --- issue 11: expert parallelism (explore/model/moe.py)
+    ep: np.ndarray = 1.0
+    overlap_moe_comm: np.ndarray = False
 
     @classmethod
     def from_resolved(cls, r) -> "ParallelPlan":
@@ -53,7 +62,9 @@ class ParallelPlan:
                   overlap_param_gather=np.asarray(v["parallelism.overlap_param_gather"], bool),
                   overlap_tp_comm=np.asarray(v["parallelism.overlap_tp_comm"], bool),
                   grad_reduce_bytes=v["parallelism.grad_reduce_bytes"].astype(float),
-                  global_batch=v["training.global_batch"].astype(float))
+                  global_batch=v["training.global_batch"].astype(float),
+                  ep=v["parallelism.ep"].astype(float),
+                  overlap_moe_comm=np.asarray(v["parallelism.overlap_moe_comm"], bool))
         return cls(**{k: np.broadcast_to(a, (n,)) for k, a in kw.items()})
 
     @property
@@ -98,6 +109,12 @@ def check_rules(m: ModelSpec, plan: ParallelPlan, devices, fp_ok):
         ((plan.virtual_stages > 1) & (np.mod(plan.microbatches, plan.pp) != 0),
          "interleaved 1F1B needs the microbatch count to be a multiple of pp"),
         (~fp_ok, "training.precision is not supported by the accelerator"),
+        # issue 11: expert and context parallelism (Megatron-Core convention, moe.py / context.py)
+        (np.mod(plan.dp * plan.cp, plan.ep) != 0,
+         "parallelism.ep must divide dp*cp (experts are spread over the data- and context-parallel ranks)"),
+        ((plan.ep > 1) & (m.experts <= 1), "parallelism.ep > 1 needs a MoE model (model.experts > 1)"),
+        ((m.experts > 1) & (np.mod(m.experts, plan.ep) != 0), "parallelism.ep must divide model.experts"),
+        (np.mod(m.seq_len, plan.cp) != 0, "parallelism.cp must divide model.seq_len"),
     ]
     valid = np.ones(n, dtype=bool)
     reason = np.full(n, "", dtype=object)

@@ -1,0 +1,75 @@
+"""Precision recipes: which work runs at which precision, scaling overhead, bytes per parameter.
+
+``training.precision`` = bf16 / fp16: everything at 16 bit. ``fp8`` (Micikevicius et al.
+2022, "FP8 Formats for Deep Learning", arXiv:2209.05433; Transformer Engine;
+DeepSeek-V3 arXiv:2412.19437 Sec. 3.3):
+
+* FP8 runs the linear-layer GEMMs (QKV, output projection, MLP and expert MLPs,
+  forward and both backward GEMMs) at the FP8 peak. The attention core (fused
+  attention in BF16, as Transformer Engine's default), the output layer (logits)
+  and the router stay at the 16-bit peak (DeepSeek-V3 Sec. 3.3.1 keeps embedding,
+  output head, gating, normalisation and attention in BF16/FP32).
+* Scaling: ``per-tensor`` current scaling needs an amax pass over a tensor before
+  casting it; ``blockwise`` (DeepSeek-V3: 1 x 128 activation tiles, 128 x 128 weight
+  blocks, Sec. 3.3.2) and ``mxfp8`` (OCP Microscaling v1.0: 32-element blocks with
+  an E8M0 scale; Blackwell tensor cores) compute the scale inside the cast.
+  Counted as memory-bound bytes per element cast outside a fused kernel
+  (estimate: the attention output and the MLP inner activation forward and the
+  output gradient backward, h + f + h elements per token and layer; a cast reads
+  2 B and writes 1 B, per-tensor adds a 2 B amax read, block scales add 4/128 or
+  1/32 B).
+* Bytes per parameter: weights 2 (BF16) + 1 for the cached FP8 copy under FP8,
+  gradients 4 (FP32 main gradients), optimizer 4 (FP32 master) + 2 x 4 (Adam m, v)
+  or 2 x 2 with ``optimizer_moments = "bf16"`` (DeepSeek-V3 Sec. 3.3.3).
+* ``fp8_dispatch``: the MoE dispatch all-to-all carries FP8 (1 B + a 4 B scale per
+  128 elements; DeepSeek-V3 Sec. 3.3.3); the combine stays BF16.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+RECIPES = ("per-tensor", "blockwise", "mxfp8")
+CAST_BYTES_PER_ELEMENT = np.array([2.0 + 1.0 + 2.0, 2.0 + 1.0 + 4.0 / 128, 2.0 + 1.0 + 1.0 / 32])
+FP8_DISPATCH_BYTES = 1.0 + 4.0 / 128
+
+
+@dataclass(frozen=True)
+class Recipe:
+    fp8: np.ndarray                   # bool: linear GEMMs in FP8
+    other_peak_flops: np.ndarray      # FLOP/s of attention core and logits
+    cast_bytes_per_element: np.ndarray
+    weight_bytes: np.ndarray
+    grad_bytes: np.ndarray
+    optimizer_bytes: np.ndarray
+    dispatch_bytes: np.ndarray
+    combine_bytes: np.ndarray
+
+    @classmethod
+    def from_resolved(cls, r, system) -> "Recipe":
+        v, n = r.values, r.n
+        b = lambda a: np.broadcast_to(np.asarray(a, dtype=float), (n,))  # noqa: E731
+        fp8 = np.broadcast_to(np.asarray(v["training.precision"]) == "fp8", (n,))
+        code = sum(i * (np.asarray(v["training.fp8_recipe"]) == name) for i, name in enumerate(RECIPES))
+        moments = np.where(np.asarray(v["training.optimizer_moments"]) == "bf16", 4.0, 8.0)
+        dispatch = np.where(fp8 & np.asarray(v["training.fp8_dispatch"], bool), FP8_DISPATCH_BYTES, 2.0)
+        return cls(fp8=fp8,
+                   other_peak_flops=b(np.where(fp8, system.peak_flops_bf16, system.peak_flops)),
+                   cast_bytes_per_element=b(np.where(fp8, CAST_BYTES_PER_ELEMENT[code], 0.0)),
+                   weight_bytes=b(np.where(fp8, 3.0, 2.0)), grad_bytes=b(4.0),
+                   optimizer_bytes=b(4.0 + moments), dispatch_bytes=b(dispatch), combine_bytes=b(2.0))
+
+    @classmethod
+    def default(cls, system) -> "Recipe":
+        """16-bit training as the step model had it before recipes (2 / 4 / 12 bytes per parameter)."""
+        n = np.shape(system.peak_flops)
+        z = np.zeros(n)
+        return cls(fp8=z.astype(bool), other_peak_flops=system.peak_flops, cast_bytes_per_element=z,
+                   weight_bytes=z + 2.0, grad_bytes=z + 4.0, optimizer_bytes=z + 12.0,
+                   dispatch_bytes=z + 2.0, combine_bytes=z + 2.0)
+
+
+def cast_elements_per_token_layer(m, mlp_inner_width):
+    """Elements cast to FP8 outside fused kernels per token and layer (fwd + bwd): h + f + h."""
+    return 2.0 * m.hidden + mlp_inner_width
