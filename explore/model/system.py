@@ -56,6 +56,7 @@ class SystemSpec:
     io_bandwidth_bps: np.ndarray = np.inf        # off-package I/O the package offers, per direction
     accelerator_parts: dict | None = None        # per-component cost and power shares (costs.py)
     network: object | None = None                # topologies.network.NetworkSpec (the step model requires it)
+    interruptions_given: np.ndarray = False      # issue 11: an all-cause rate per device was given explicitly
 
 
 def accelerator_arrays(r) -> dict[str, np.ndarray]:
@@ -193,6 +194,8 @@ def build_system(r) -> SystemSpec:
         transceiver_cost_usd=np.nan if tr is None else lookup("switches", tr, "cost_usd"),
     )
     kw.update(_parametric_kw(acc, su_bw))  # issue 3: parametric accelerator
+    kw["interruptions_given"] = float("datacenter.interruptions_per_device_hour" in v
+                                      or "system.accelerator.interruptions_per_hour" in v)  # issue 11
     parts = acc["hw"] if "hw" in acc else None
     return SystemSpec(**{k: np.broadcast_to(np.asarray(a, dtype=float), (n,)) for k, a in kw.items()},
                       accelerator_parts=parts, network=network_spec(r))
