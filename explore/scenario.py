@@ -117,6 +117,11 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "dp": Field("int", None, lo=1, doc="default: devices / (tp * pp * cp)"),
         "cp": Field("int", 1, lo=1, doc="context parallelism (ring attention); tp*pp*dp*cp = devices"),
         "ep": Field("int", 1, lo=1, doc="expert parallelism; divides dp*cp and model.experts (Megatron-Core)"),
+        "etp": Field("int", None, lo=1, doc="expert tensor parallelism (MoE parallel folding); default: tp; "
+                                            "etp*ep divides tp*dp*cp"),
+        "moe_dispatcher": Field("choice", "alltoall", choices=("alltoall", "deepep"),
+                                doc="alltoall: one copy per selected expert; deepep: one copy per remote "
+                                    "scale-up domain, forwarded inside it (DeepEP / HybridEP)"),
         "overlap_moe_comm": Field("bool", False,
                                   doc="overlap MoE all-to-all with another microbatch's compute (EP A2A overlap)"),
         "microbatch": Field("int", 1, lo=1),

@@ -80,3 +80,26 @@ def a2a_buffer_bytes(m, tokens_per_rank, element_bytes):
     """Per-rank all-to-all buffer of one dispatch (or combine): tokens x top_k copies x h x bytes,
     scaled by the busiest rank's load (capacity_factor)."""
     return tokens_per_rank * m.top_k * m.hidden * element_bytes * m.capacity_factor
+
+
+def remote_domains_hit(m, domains):
+    """Expected number of other scale-up domains a token's top_k experts fall in, the experts
+    spread evenly over ``domains`` domains and every top_k subset equally likely:
+    (G - 1) (1 - C(E - E/G, k) / C(E, k))."""
+    g = np.maximum(np.asarray(domains, dtype=float), 1.0)
+    e, k = m.experts, m.top_k
+    miss = np.ones_like(e * g)
+    for i in range(int(np.max(k))):
+        term = np.clip((e - e / g - i) / np.maximum(e - i, 1.0), 0.0, 1.0)
+        miss = miss * np.where(i < k, term, 1.0)
+    return (g - 1.0) * (1.0 - miss)
+
+
+def scale_out_copy_fraction(m, ep, inner, deepep):
+    """Share of a rank's dispatch buffer (top_k copies per token) that crosses the scale-out network:
+    (ep - inner) / ep with one copy per expert (alltoall), or remote domains hit / top_k when the
+    dispatcher sends one copy per remote domain and forwards it inside (DeepEP, HybridEP)."""
+    ep = np.asarray(ep, dtype=float)
+    per_copy = (ep - inner) / ep
+    dedup = remote_domains_hit(m, ep / inner) / m.top_k
+    return np.where(deepep, np.minimum(dedup, per_copy), per_copy)

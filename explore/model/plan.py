@@ -5,10 +5,13 @@ data, pipeline): the tensor group is contiguous, the data group has stride
 ``tp * cp`` and the pipeline group stride ``tp * cp * dp``.
 
 Device count (Megatron-Core): tp * pp * dp * cp = devices. Expert parallelism
-does not add a factor: the ``ep`` ranks of an expert group are drawn from the
-dp * cp ranks (stride tp), so ep divides dp * cp (and the number of experts);
-expert weights are further split over the tensor group (expert TP = tp) and
-replicated over dp * cp / ep ranks (the expert-data-parallel group).
+does not add a factor. MoE layers re-fold the tp * dp * cp ranks of a stage
+(Megatron-Core "MoE parallel folding", Liu et al. 2025, arXiv:2504.14960):
+etp * ep * edp = tp * dp * cp, with the expert tensor-parallel degree etp
+innermost, then ep (an expert group has stride etp), then the expert-data-parallel
+group edp (stride etp * ep), which reduces the expert gradients. With the default
+etp = tp this is "ep divides dp * cp" (older Megatron); ep must also divide the
+number of experts.
 Rules that break a design mark it invalid with a reason; they never raise.
 """
 from __future__ import annotations
@@ -40,6 +43,8 @@ class ParallelPlan:
     # --- issue 11: expert parallelism (explore/model/moe.py)
     ep: np.ndarray = 1.0
     overlap_moe_comm: np.ndarray = False
+    etp: np.ndarray = 1.0                 # expert tensor parallel degree (default: tp)
+    deepep: np.ndarray = False            # dispatcher sends one copy per remote scale-up domain
 
     @classmethod
     def from_resolved(cls, r) -> "ParallelPlan":
@@ -64,7 +69,9 @@ class ParallelPlan:
                   grad_reduce_bytes=v["parallelism.grad_reduce_bytes"].astype(float),
                   global_batch=v["training.global_batch"].astype(float),
                   ep=v["parallelism.ep"].astype(float),
-                  overlap_moe_comm=np.asarray(v["parallelism.overlap_moe_comm"], bool))
+                  overlap_moe_comm=np.asarray(v["parallelism.overlap_moe_comm"], bool),
+                  etp=v["parallelism.etp"].astype(float) if "parallelism.etp" in v else tp,
+                  deepep=np.asarray(v["parallelism.moe_dispatcher"]) == "deepep")
         return cls(**{k: np.broadcast_to(a, (n,)) for k, a in kw.items()})
 
     @property
@@ -110,8 +117,9 @@ def check_rules(m: ModelSpec, plan: ParallelPlan, devices, fp_ok):
          "interleaved 1F1B needs the microbatch count to be a multiple of pp"),
         (~fp_ok, "training.precision is not supported by the accelerator"),
         # issue 11: expert and context parallelism (Megatron-Core convention, moe.py / context.py)
-        (np.mod(plan.dp * plan.cp, plan.ep) != 0,
-         "parallelism.ep must divide dp*cp (experts are spread over the data- and context-parallel ranks)"),
+        (np.mod(plan.tp * plan.dp * plan.cp, plan.ep * plan.etp) != 0,
+         "parallelism: ep*etp must divide tp*dp*cp (ep must divide dp*cp when etp = tp, the default)"),
+        (np.mod(m.moe_ffn_hidden, plan.etp) != 0, "parallelism.etp must divide model.moe_ffn_hidden"),
         ((plan.ep > 1) & (m.experts <= 1), "parallelism.ep > 1 needs a MoE model (model.experts > 1)"),
         ((m.experts > 1) & (np.mod(m.experts, plan.ep) != 0), "parallelism.ep must divide model.experts"),
         (np.mod(m.seq_len, plan.cp) != 0, "parallelism.cp must divide model.seq_len"),

@@ -13,12 +13,12 @@ DeepSeek-V3 arXiv:2412.19437 Sec. 3.3):
   casting it; ``blockwise`` (DeepSeek-V3: 1 x 128 activation tiles, 128 x 128 weight
   blocks, Sec. 3.3.2) and ``mxfp8`` (OCP Microscaling v1.0: 32-element blocks with
   an E8M0 scale; Blackwell tensor cores) compute the scale inside the cast.
-  Counted as memory-bound bytes per element cast outside a fused kernel
-  (estimate: the attention output and the MLP inner activation forward and the
-  output gradient backward, h + f + h elements per token and layer; a cast reads
-  2 B and writes 1 B, per-tensor adds a 2 B amax read, block scales add 4/128 or
-  1/32 B).
-* Bytes per parameter: weights 2 (BF16) + 1 for the cached FP8 copy under FP8,
+  Counted as memory-bound bytes per quantized element (estimate by counting: the
+  input and the output gradient of every FP8 GEMM, ``cast_elements_per_token_layer``;
+  a cast reads 2 B and writes a row-wise and a column-wise (transposed, for the
+  weight gradient) 1 B copy; per-tensor current scaling reads the tensor once more
+  for its amax (2 B); block scales add 4 B per 128 or 1 B per 32 elements per copy).
+* Bytes per parameter: weights 2 (BF16; FP8 copies are made per layer, transient),
   gradients 4 (FP32 main gradients), optimizer 4 (FP32 master) + 2 x 4 (Adam m, v)
   or 2 x 2 with ``optimizer_moments = "bf16"`` (DeepSeek-V3 Sec. 3.3.3).
 * ``fp8_dispatch``: the MoE dispatch all-to-all carries FP8 (1 B + a 4 B scale per
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 RECIPES = ("per-tensor", "blockwise", "mxfp8")
-CAST_BYTES_PER_ELEMENT = np.array([2.0 + 1.0 + 2.0, 2.0 + 1.0 + 4.0 / 128, 2.0 + 1.0 + 1.0 / 32])
+CAST_BYTES_PER_ELEMENT = np.array([2.0 + 2.0 + 1.0 + 1.0, 2.0 + 1.0 + 1.0 + 2 * 4.0 / 128, 2.0 + 1.0 + 1.0 + 2 / 32])
 FP8_DISPATCH_BYTES = 1.0 + 4.0 / 128
 
 
@@ -57,7 +57,7 @@ class Recipe:
         return cls(fp8=fp8,
                    other_peak_flops=b(np.where(fp8, system.peak_flops_bf16, system.peak_flops)),
                    cast_bytes_per_element=b(np.where(fp8, CAST_BYTES_PER_ELEMENT[code], 0.0)),
-                   weight_bytes=b(np.where(fp8, 3.0, 2.0)), grad_bytes=b(4.0),
+                   weight_bytes=b(2.0), grad_bytes=b(4.0),
                    optimizer_bytes=b(4.0 + moments), dispatch_bytes=b(dispatch), combine_bytes=b(2.0))
 
     @classmethod
@@ -70,6 +70,13 @@ class Recipe:
                    dispatch_bytes=z + 2.0, combine_bytes=z + 2.0)
 
 
-def cast_elements_per_token_layer(m, mlp_inner_width):
-    """Elements cast to FP8 outside fused kernels per token and layer (fwd + bwd): h + f + h."""
-    return 2.0 * m.hidden + mlp_inner_width
+def cast_elements_per_token_layer(m, mlp_inner_width=None):
+    """Elements quantized to FP8 per token and layer: the input (forward) and the output gradient
+    (backward) of every FP8 GEMM. Attention: QKV and projection, ~4 h. MLP of width f (k_f = 2 gated,
+    1 plain: fc1 output width k_f f): 2 h + (1 + k_f) f, once per routed copy (top_k x capacity_factor)
+    and shared expert in MoE layers (mean over layers)."""
+    from explore.model import moe as _moe
+    kf = np.where(m.gated_mlp, 2.0, 1.0)
+    mlp = lambda f: 2.0 * m.hidden + (1.0 + kf) * f  # noqa: E731
+    moe_layer = (m.top_k * m.capacity_factor + m.shared_experts) * mlp(m.moe_ffn_hidden)
+    return 4.0 * m.hidden + _moe.mean_over_layers(m, moe_layer, mlp(m.ffn_hidden))

@@ -78,9 +78,9 @@ class Fabric:
     def all_gather(self, size_bytes, stride, n):
         return self._reduce_scatter(size_bytes, stride, n)[0]
 
-    def all_to_all(self, size_bytes, stride, n):
+    def all_to_all(self, size_bytes, stride, n, out_fraction=None):
         """Issue 11: MoE dispatch/combine on the fabric it crosses (topologies/alltoall.py)."""
-        return a2a.all_to_all_s(self.place, self.su_bw, self.su_lat, size_bytes, stride, n)
+        return a2a.all_to_all_s(self.place, self.su_bw, self.su_lat, size_bytes, stride, n, out_fraction)
 
     def p2p(self, size_bytes, stride):
         cross = stride >= self.domain
@@ -131,7 +131,7 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     act_fn_bytes = np.where(m.gated_mlp, 6.0, 4.0) * tokens_mb * f / t
     repl_bytes = cal.MEMBOUND_BYTES_PER_SBH_REPLICATED * sbh / np.where(sp, t, 1.0)
     softmax_bytes = np.where(flash, 0.0, cal.SOFTMAX_BYTES_PER_SCORE * m.heads * sq * tokens_mb / t)
-    cast_bytes = recipe.cast_bytes_per_element * cast_elements_per_token_layer(m, f) * tokens_mb / t  # issue 11
+    cast_bytes = recipe.cast_bytes_per_element * cast_elements_per_token_layer(m) * tokens_mb / t  # issue 11
     t_mem = (act_fn_bytes + repl_bytes + cast_bytes) / hbm
     t_softmax = softmax_bytes / hbm
     tp_bytes = ACT_BYTES * sbh
@@ -154,9 +154,11 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     # dispatch + combine per MoE layer forward, their gradients backward; the ep group has stride tp.
     # Exposed unless overlap_moe_comm, which hides it behind another microbatch's compute.
     tokens_rank = tokens_mb / t
+    etp = plan.etp
+    out_frac = moe.scale_out_copy_fraction(m, ep, group_span(etp, ep, fab.domain)[0], plan.deepep)
     a2a_fwd = moe.moe_layer_fraction(m) * np.where(ep > 1, (
-        fab.all_to_all(moe.a2a_buffer_bytes(m, tokens_rank, recipe.dispatch_bytes), t, ep)
-        + fab.all_to_all(moe.a2a_buffer_bytes(m, tokens_rank, recipe.combine_bytes), t, ep)), 0.0)
+        fab.all_to_all(moe.a2a_buffer_bytes(m, tokens_rank, recipe.dispatch_bytes), etp, ep, out_frac)
+        + fab.all_to_all(moe.a2a_buffer_bytes(m, tokens_rank, recipe.combine_bytes), etp, ep, out_frac)), 0.0)
     a2a_exp_fwd = np.where(plan.overlap_moe_comm, np.maximum(a2a_fwd - fwd_compute, 0.0), a2a_fwd)
     a2a_exp_bwd = np.where(plan.overlap_moe_comm, np.maximum(a2a_fwd - bwd_compute, 0.0), a2a_fwd)
     # ring attention: cp - 1 key/value blocks per layer (2x backward) to the next cp rank (stride tp),
@@ -200,10 +202,11 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     params_full = n_full * layer_params(m) / t + emb / t + np.where((p == 1) & untied, emb / t, 0.0)
     params_last = n_last * layer_params(m) / t + emb / t  # output layer (a tied copy, too)
     # issue 11: routed experts are split over ep (moe.py); sharded states see every replica's share
-    expert_layer = moe.expert_params_per_layer(m, np.where(m.gated_mlp, 3.0, 2.0)) / t
+    expert_total = moe.expert_params_per_layer(m, np.where(m.gated_mlp, 3.0, 2.0))
     params_full_replica, params_last_replica = params_full, params_last
-    params_full = params_full - n_full * expert_layer * (1.0 - 1.0 / ep)
-    params_last = params_last - n_last * expert_layer * (1.0 - 1.0 / ep)
+    expert_shard = 1.0 / t - 1.0 / (plan.etp * ep)   # experts over etp*ep ranks instead of tp
+    params_full = params_full - n_full * expert_total * expert_shard
+    params_last = params_last - n_last * expert_total * expert_shard
 
     # --- data parallel
     dp = plan.dp
@@ -218,9 +221,10 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     # gradients over the expert-data-parallel group of dp*cp/ep ranks (stride tp*ep)
     frontier_dp = (cp > 1) | (ep > 1)
     if np.any(frontier_dp):
-        exp_dev = n_full * expert_layer / ep
+        eg = plan.etp * ep
+        exp_dev = n_full * expert_total / eg
         dense_b, exp_b = (params_dev - exp_dev) * plan.grad_reduce_bytes, exp_dev * plan.grad_reduce_bytes
-        dpc, edp = dp * cp, dp * cp / ep
+        dpc, edp = dp * cp, t * dp * cp / eg
 
         def red(size, stride, n):
             return np.where(n > 1, np.where(zero >= 1, fab.reduce_scatter(size, stride, n),
@@ -228,8 +232,8 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
 
         def gat(size, stride, n):
             return np.where((n > 1) & (zero >= 1), fab.all_gather(size, stride, n), 0.0)
-        t_rs = np.where(frontier_dp, red(dense_b, t, dpc) + red(exp_b, t * ep, edp), t_rs)
-        t_ag = np.where(frontier_dp, gat((params_dev - exp_dev) * 2.0, t, dpc) + gat(exp_dev * 2.0, t * ep, edp),
+        t_rs = np.where(frontier_dp, red(dense_b, t, dpc) + red(exp_b, eg, edp), t_rs)
+        t_ag = np.where(frontier_dp, gat((params_dev - exp_dev) * 2.0, t, dpc) + gat(exp_dev * 2.0, eg, edp),
                         t_ag)
         dp_any = np.where(frontier_dp, dpc, dp)
     else:
