@@ -69,15 +69,17 @@ def scale_out_bandwidth(place: Placement, stride, n, outer):
     return bw
 
 
-def all_to_all_s(place: Placement, su_bw_bps, su_lat_s, size_bytes, stride, n, out_fraction=None):
-    """Time (s) of one all-to-all of an S-byte per-rank buffer over n ranks ``stride`` apart.
+def all_to_all_s(place: Placement, su_bw_bps, su_lat_s, size_bytes, stride, n, out_fraction=None,
+                 messages=1.0):
+    """Time (s) of all-to-all exchange of an S-byte per-rank buffer over n ranks ``stride`` apart.
     ``out_fraction`` (default (n - inner) / n) is the share of the buffer that leaves the domain
-    (a dispatcher that de-duplicates per domain sends less, ``explore.model.moe``)."""
+    (a dispatcher that de-duplicates per domain sends less, ``explore.model.moe``); ``messages``
+    back-to-back all-to-alls share the buffer (latency counted per message)."""
     n = np.asarray(n, dtype=float)
     s = np.asarray(size_bytes, dtype=float)
     inner, outer = group_span(stride, n, place.domain)
-    t_su = np.where(inner > 1, s * (inner - 1) / n * 8.0 / su_bw_bps + (inner - 1) * su_lat_s, 0.0)
+    t_su = np.where(inner > 1, s * (inner - 1) / n * 8.0 / su_bw_bps + messages * (inner - 1) * su_lat_s, 0.0)
     s_out = s * ((n - inner) / n if out_fraction is None else out_fraction)
     t_so = np.where(outer > 1, s_out * 8.0 / scale_out_bandwidth(place, stride, n, outer)
-                    + (outer - 1) * place.lat, 0.0)
+                    + messages * (outer - 1) * place.lat, 0.0)
     return np.where(n > 1, np.maximum(t_su, t_so), 0.0)

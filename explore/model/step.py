@@ -78,9 +78,9 @@ class Fabric:
     def all_gather(self, size_bytes, stride, n):
         return self._reduce_scatter(size_bytes, stride, n)[0]
 
-    def all_to_all(self, size_bytes, stride, n, out_fraction=None):
+    def all_to_all(self, size_bytes, stride, n, out_fraction=None, messages=1.0):
         """Issue 11: MoE dispatch/combine on the fabric it crosses (topologies/alltoall.py)."""
-        return a2a.all_to_all_s(self.place, self.su_bw, self.su_lat, size_bytes, stride, n, out_fraction)
+        return a2a.all_to_all_s(self.place, self.su_bw, self.su_lat, size_bytes, stride, n, out_fraction, messages)
 
     def p2p(self, size_bytes, stride):
         cross = stride >= self.domain
@@ -155,15 +155,17 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     # Exposed unless overlap_moe_comm, which hides it behind another microbatch's compute.
     tokens_rank = tokens_mb / t
     etp = plan.etp
-    out_frac = moe.scale_out_copy_fraction(m, ep, group_span(etp, ep, fab.domain)[0], plan.deepep)
-    a2a_fwd = moe.moe_layer_fraction(m) * np.where(ep > 1, (
-        fab.all_to_all(moe.a2a_buffer_bytes(m, tokens_rank, recipe.dispatch_bytes), etp, ep, out_frac)
-        + fab.all_to_all(moe.a2a_buffer_bytes(m, tokens_rank, recipe.combine_bytes), etp, ep, out_frac)), 0.0)
+    a2a_fwd = np.zeros_like(tokens_rank)
+    if np.any(ep > 1):  # dispatch + combine as one exchange of both buffers (alpha counted twice)
+        out_frac = moe.scale_out_copy_fraction(m, ep, group_span(etp, ep, fab.domain)[0], plan.deepep)
+        both = moe.a2a_buffer_bytes(m, tokens_rank, recipe.dispatch_bytes + recipe.combine_bytes)
+        a2a_fwd = moe.moe_layer_fraction(m) * np.where(ep > 1, fab.all_to_all(both, etp, ep, out_frac, 2.0), 0.0)
     a2a_exp_fwd = np.where(plan.overlap_moe_comm, np.maximum(a2a_fwd - fwd_compute, 0.0), a2a_fwd)
     a2a_exp_bwd = np.where(plan.overlap_moe_comm, np.maximum(a2a_fwd - bwd_compute, 0.0), a2a_fwd)
     # ring attention: cp - 1 key/value blocks per layer (2x backward) to the next cp rank (stride tp),
     # overlapped with the attention blocks they feed
-    ring_fwd = np.where(cp > 1, (cp - 1) * fab.p2p(ctx.kv_chunk_bytes(m, b, cp, t, ACT_BYTES), t), 0.0)
+    ring_fwd = (np.where(cp > 1, (cp - 1) * fab.p2p(ctx.kv_chunk_bytes(m, b, cp, t, ACT_BYTES), t), 0.0)
+                if np.any(cp > 1) else np.zeros_like(tokens_rank))
     ring_exp_fwd = np.maximum(ring_fwd - t_attn, 0.0)
     ring_exp_bwd = np.maximum(2.0 * ring_fwd - 2.0 * t_attn, 0.0)
     frontier_fwd = a2a_exp_fwd + ring_exp_fwd
@@ -210,40 +212,32 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
 
     # --- data parallel
     dp = plan.dp
-    dp_stride = t * plan.cp
     params_dev = np.maximum(params_full, params_last)
     grad_bytes = params_dev * plan.grad_reduce_bytes
     zero = plan.zero
-    t_rs = np.where(zero >= 1, fab.reduce_scatter(grad_bytes, dp_stride, dp),
-                    fab.all_reduce(grad_bytes, dp_stride, dp))
-    t_ag = np.where(zero >= 1, fab.all_gather(params_dev * 2.0, dp_stride, dp), 0.0)
-    # --- issue 11: with cp > 1 or ep > 1, gradients reduce over dp*cp ranks (stride tp), expert
-    # gradients over the expert-data-parallel group of dp*cp/ep ranks (stride tp*ep)
-    frontier_dp = (cp > 1) | (ep > 1)
-    if np.any(frontier_dp):
-        eg = plan.etp * ep
-        exp_dev = n_full * expert_total / eg
-        dense_b, exp_b = (params_dev - exp_dev) * plan.grad_reduce_bytes, exp_dev * plan.grad_reduce_bytes
-        dpc, edp = dp * cp, t * dp * cp / eg
+    # --- issue 11: gradients of the dense weights reduce over the dp*cp ranks (stride tp; for cp = 1 the
+    # data-parallel group), routed-expert gradients (ep > 1) over the expert-data-parallel group of
+    # tp*dp*cp/(etp*ep) ranks (stride etp*ep)
+    eg = plan.etp * ep
+    exp_dev = np.where(ep > 1, n_full * expert_total / eg, 0.0)
+    dpc, edp = dp * cp, t * dp * cp / eg
 
-        def red(size, stride, n):
-            return np.where(n > 1, np.where(zero >= 1, fab.reduce_scatter(size, stride, n),
-                                            fab.all_reduce(size, stride, n)), 0.0)
+    def red(size, stride, n):
+        return np.where(n > 1, np.where(zero >= 1, fab.reduce_scatter(size, stride, n),
+                                        fab.all_reduce(size, stride, n)), 0.0)
 
-        def gat(size, stride, n):
-            return np.where((n > 1) & (zero >= 1), fab.all_gather(size, stride, n), 0.0)
-        t_rs = np.where(frontier_dp, red(dense_b, t, dpc) + red(exp_b, eg, edp), t_rs)
-        t_ag = np.where(frontier_dp, gat((params_dev - exp_dev) * 2.0, t, dpc) + gat(exp_dev * 2.0, eg, edp),
-                        t_ag)
-        dp_any = np.where(frontier_dp, dpc, dp)
-    else:
-        dp_any = dp
+    def gat(size, stride, n):
+        return np.where((n > 1) & (zero >= 1), fab.all_gather(size, stride, n), 0.0)
+
+    t_rs = red((params_dev - exp_dev) * plan.grad_reduce_bytes, t, dpc)
+    t_ag = gat((params_dev - exp_dev) * 2.0, t, dpc)
+    if np.any(ep > 1):
+        t_rs = t_rs + np.where(ep > 1, red(exp_dev * plan.grad_reduce_bytes, eg, edp), 0.0)
+        t_ag = t_ag + np.where(ep > 1, gat(exp_dev * 2.0, eg, edp), 0.0)
     # --- end issue 11
-    t_rs = np.where(dp_any > 1, t_rs, 0.0)
-    t_ag = np.where(dp_any > 1, t_ag, 0.0)
     # ZeRO-3: parameters gathered for each microbatch's forward and backward
-    z3 = (zero == 3) & (dp > 1)
-    t_z3 = np.where(z3, 2.0 * mb * fab.all_gather(params_dev * 2.0, dp_stride, dp), 0.0)
+    z3 = (zero == 3) & (dpc > 1)
+    t_z3 = np.where(z3, 2.0 * mb * fab.all_gather(params_dev * 2.0, t, dpc), 0.0)
     t_ag = np.where(z3, 0.0, t_ag)
     # overlap windows: the wall time of the last microbatch's backward (incl. recompute and exposed
     # TP collectives) and of the first microbatch's forward; both are part of pipe_steady, so a
