@@ -4,7 +4,8 @@ Two jobs on the same 4,096 H100 (8 per NVLink domain, one 400G NIC each), four
 scale-out networks: fat-tree (full bisection), fat-tree oversubscribed 4:1, a 3D
 torus of 8 x 8 x 8 servers, and OCS circuits set once for the job. Dense: Llama 3
 405B (tp 8, pp 16, dp 32). MoE: DeepSeek-V3-like 671B/37B (tp 1, pp 16, dp 256,
-ep 64, FP8 blockwise, all-to-all overlapped with compute as DeepSeek-V3 trained),
+ep 64, FP8 blockwise, all-to-all overlapped with compute and sent once per node as
+DeepSeek-V3 trained),
 whose 64-way expert all-to-all spans 8 servers per layer. One ``explore.evaluate`` call evaluates all eight designs.
 
 Run ``python studies/moe_topology.py``: step time, exposed communication by kind
@@ -24,7 +25,8 @@ JOBS = {
     "moe deepseek-v3": dict(model={"preset": "deepseek-v3"},
                             training={"global_batch": 15360, "precision": "fp8", "fp8_recipe": "blockwise",
                                       "optimizer_moments": "bf16", "fp8_dispatch": True},
-                            parallelism={"tp": 1, "pp": 16, "dp": 256, "ep": 64, "overlap_moe_comm": True}),
+                            parallelism={"tp": 1, "pp": 16, "dp": 256, "ep": 64, "overlap_moe_comm": True,
+                                         "moe_dispatcher": "deepep"}),
 }
 
 
@@ -66,7 +68,7 @@ def scenario() -> dict:
 
 _DEFAULTS = {"training": {"precision": "bf16", "fp8_recipe": "per-tensor", "optimizer_moments": "fp32",
                           "fp8_dispatch": False, "global_batch": 2048},
-             "parallelism": {"ep": 1, "virtual_stages": 1, "overlap_moe_comm": False}}
+             "parallelism": {"ep": 1, "virtual_stages": 1, "overlap_moe_comm": False, "moe_dispatcher": "alltoall"}}
 
 
 def run():

@@ -19,6 +19,12 @@ The pipeline runs (m + (p-1)/v) slowest-stage microbatch times (interleaved
 Data-parallel gradient reduce-scatter (or all-reduce without ZeRO) overlaps
 the backward pass of the last microbatch when enabled; ZeRO-3 all-gathers the
 parameters for every microbatch's forward and backward.
+
+Issue 11 (marked blocks): context parallelism holds s/cp tokens per rank and
+exchanges key/value blocks in a ring (``context.py``), MoE layers add the expert
+all-to-all (``moe.py``, ``topologies/alltoall.py``) and reduce expert gradients over
+the expert-data-parallel group, and the precision recipe (``precision.py``) sets
+the peak of non-GEMM work, the FP8 quantization traffic and bytes per parameter.
 """
 from __future__ import annotations
 
@@ -151,7 +157,7 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     rc_compute = np.where(rc_full, fwd_compute, np.where(rc_sel, t_attn + t_softmax, 0.0))
 
     # --- issue 11: MoE all-to-all (moe.py, topologies/alltoall.py) and ring attention (context.py)
-    # dispatch + combine per MoE layer forward, their gradients backward; the ep group has stride tp.
+    # dispatch + combine per MoE layer forward, their gradients backward; the ep group has stride etp.
     # Exposed unless overlap_moe_comm, which hides it behind another microbatch's compute.
     tokens_rank = tokens_mb / t
     etp = plan.etp
@@ -219,7 +225,8 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     # data-parallel group), routed-expert gradients (ep > 1) over the expert-data-parallel group of
     # tp*dp*cp/(etp*ep) ranks (stride etp*ep)
     eg = plan.etp * ep
-    exp_dev = np.where(ep > 1, n_full * expert_total / eg, 0.0)
+    sep = eg != t                                   # experts sharded unlike the dense weights
+    exp_dev = np.where(sep, n_full * expert_total / eg, 0.0)
     dpc, edp = dp * cp, t * dp * cp / eg
 
     def red(size, stride, n):
@@ -231,9 +238,9 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
 
     t_rs = red((params_dev - exp_dev) * plan.grad_reduce_bytes, t, dpc)
     t_ag = gat((params_dev - exp_dev) * 2.0, t, dpc)
-    if np.any(ep > 1):
-        t_rs = t_rs + np.where(ep > 1, red(exp_dev * plan.grad_reduce_bytes, eg, edp), 0.0)
-        t_ag = t_ag + np.where(ep > 1, gat(exp_dev * 2.0, eg, edp), 0.0)
+    if np.any(sep):
+        t_rs = t_rs + np.where(sep, red(exp_dev * plan.grad_reduce_bytes, eg, edp), 0.0)
+        t_ag = t_ag + np.where(sep, gat(exp_dev * 2.0, eg, edp), 0.0)
     # --- end issue 11
     # ZeRO-3: parameters gathered for each microbatch's forward and backward
     z3 = (zero == 3) & (dpc > 1)

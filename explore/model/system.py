@@ -236,7 +236,8 @@ def network_spec(r):
     il = v.get(so + "ocs_insertion_loss_db")
     rs = v.get(so + "ocs_reconfig_s")
     tp, pp = f("parallelism.tp"), f("parallelism.pp")
-    dp = f("parallelism.dp") if "parallelism.dp" in v else np.maximum(np.floor(devices / (tp * pp)), 1.0)
+    dp = f("parallelism.dp") if "parallelism.dp" in v else np.maximum(
+        np.floor(devices / (tp * pp * f("parallelism.cp"))), 1.0)  # issue 11: cp ranks
     mbs = f("parallelism.microbatch")
     gb, seq = f("training.global_batch"), f("model.seq_len")
     dp_b, pp_b = reconfig.plan_traffic_bytes(f("model.layers"), f("model.hidden"), seq, mbs,

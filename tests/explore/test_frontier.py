@@ -195,3 +195,22 @@ def test_fp8_recipe_changes_optimizer_memory_and_speed():
     o = ds["memory_bytes_optimizer"].values
     assert o[0] == pytest.approx(o[1]) and o[2] == pytest.approx(o[1] * 8 / 12)
     assert ds["step_time_s"].values[1] < ds["step_time_s"].values[0]
+
+
+@pytest.mark.parametrize("experts,domains,top_k", [(8, 2, 2), (16, 4, 3), (12, 3, 4), (8, 8, 2), (32, 4, 8)])
+def test_deepep_remote_domains_match_enumeration(experts, domains, top_k):
+    """One copy per remote scale-up domain: mean number of other domains hit by a token on domain 0,
+    over every top-k subset of experts (experts split contiguously over the domains)."""
+    per = experts // domains
+    hits = [len({e // per for e in sub} - {0}) for sub in itertools.combinations(range(experts), top_k)]
+    m = _spec(experts=experts, top_k=top_k)
+    assert float(moe.remote_domains_hit(m, domains)[0]) == pytest.approx(np.mean(hits), rel=1e-12)
+
+
+def test_deepep_sends_less_across_domains_and_is_faster_on_a_thin_network():
+    sc = _moe_job(dp=64, ep=64, moe_dispatcher=np.array(["alltoall", "deepep"]))
+    sc["model"].update(experts=64, top_k=8)
+    sc["system"]["scale_out"]["oversubscription"] = 4.0
+    ds = explore.evaluate(sc)
+    a2a = ds["time_s_moe_comm"].values
+    assert 0 < a2a[1] < a2a[0]
