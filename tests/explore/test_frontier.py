@@ -214,3 +214,23 @@ def test_deepep_sends_less_across_domains_and_is_faster_on_a_thin_network():
     ds = explore.evaluate(sc)
     a2a = ds["time_s_moe_comm"].values
     assert 0 < a2a[1] < a2a[0]
+
+
+def test_moe_fields_are_search_variables_over_the_whole_grid():
+    """studies/spaces/moe-mixtral-8x22b.toml: ep, cp, dispatcher, overlap, FP8 recipe and network
+    as variables; every grid point evaluates in one call, and the best feasible design uses ep > 1."""
+    import itertools as it
+
+    from explore.search.space import load_space
+    space = load_space("studies/spaces/moe-mixtral-8x22b.toml")
+    names = [v.name for v in space.variables]
+    values = {"tp": [1, 2, 4, 8], "pp": [1, 2, 4, 8], "cp": [1, 2, 4, 8], "ep": [1, 2, 4, 8],
+              "dispatcher": ["alltoall", "deepep"], "overlap": [False, True], "recipe": ["per-tensor", "blockwise"],
+              "topology": ["fat-tree", "torus", "ocs-reconfigurable"], "oversubscription": [1.0, 4.0]}
+    grid = list(it.product(*(values[k] for k in names)))
+    cols = {k: np.array([g[i] for g in grid]) for i, k in enumerate(names)}
+    ds = space.evaluate(cols)
+    ok = ds["valid"].values
+    assert ok.sum() > 100
+    best = int(np.nanargmin(np.where(ok, ds["time_to_train_s"].values, np.nan)))
+    assert cols["ep"][best] > 1
