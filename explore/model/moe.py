@@ -28,6 +28,18 @@ from __future__ import annotations
 
 import numpy as np
 
+COMM_SM_SHARE = 20.0 / 132.0
+"""Share of the accelerator's SMs that all-to-all kernels occupy while they overlap compute:
+DeepSeek-V3 (arXiv:2412.19437) Sec. 3.2.2 runs dispatch and combine on 20 of the H800's 132 SMs.
+Overlapped all-to-all time slows the compute it hides behind by this share."""
+
+
+def overlapped_exposed(a2a_s, window_s, overlap):
+    """Exposed all-to-all time: all of it without overlap; with overlap, the part the compute
+    window does not hide plus COMM_SM_SHARE of the hidden part (compute on fewer SMs)."""
+    hidden = np.minimum(a2a_s, window_s)
+    return np.where(overlap, a2a_s - hidden + COMM_SM_SHARE * hidden, a2a_s)
+
 
 def is_moe(m):
     return m.experts > 1

@@ -158,7 +158,8 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
 
     # --- issue 11: MoE all-to-all (moe.py, topologies/alltoall.py) and ring attention (context.py)
     # dispatch + combine per MoE layer forward, their gradients backward; the ep group has stride etp.
-    # Exposed unless overlap_moe_comm, which hides it behind another microbatch's compute.
+    # Exposed unless overlap_moe_comm, which hides it behind another microbatch's compute (at the
+    # cost of the SMs the communication kernels occupy, moe.COMM_SM_SHARE).
     tokens_rank = tokens_mb / t
     etp = plan.etp
     a2a_fwd = np.zeros_like(tokens_rank)
@@ -166,8 +167,8 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
         out_frac = moe.scale_out_copy_fraction(m, ep, group_span(etp, ep, fab.domain)[0], plan.deepep)
         both = moe.a2a_buffer_bytes(m, tokens_rank, recipe.dispatch_bytes + recipe.combine_bytes)
         a2a_fwd = moe.moe_layer_fraction(m) * np.where(ep > 1, fab.all_to_all(both, etp, ep, out_frac, 2.0), 0.0)
-    a2a_exp_fwd = np.where(plan.overlap_moe_comm, np.maximum(a2a_fwd - fwd_compute, 0.0), a2a_fwd)
-    a2a_exp_bwd = np.where(plan.overlap_moe_comm, np.maximum(a2a_fwd - bwd_compute, 0.0), a2a_fwd)
+    a2a_exp_fwd = moe.overlapped_exposed(a2a_fwd, fwd_compute, plan.overlap_moe_comm)
+    a2a_exp_bwd = moe.overlapped_exposed(a2a_fwd, bwd_compute, plan.overlap_moe_comm)
     # ring attention: cp - 1 key/value blocks per layer (2x backward) to the next cp rank (stride tp),
     # overlapped with the attention blocks they feed
     ring_fwd = (np.where(cp > 1, (cp - 1) * fab.p2p(ctx.kv_chunk_bytes(m, b, cp, t, ACT_BYTES), t), 0.0)
