@@ -66,7 +66,7 @@ def model_presets() -> dict[str, dict]:
     return tomllib.loads(_models_path().read_text())
 
 
-PRECISIONS = ("bf16", "fp16", "fp8")
+PRECISIONS = ("bf16", "fp16", "fp8", "fp4")  # fp4 (issue 11): NVFP4 GEMMs where the part has FP4
 # scale-out network choices (issue 4); kept here so the schema stays the one place of truth
 SCALE_OUT_TOPOLOGIES = ("fat-tree", "rail-optimized", "torus", "dragonfly", "ocs-torus", "ocs-reconfigurable")
 OPTICS = ("copper", "pluggable", "lpo", "cpo", "optical-io")

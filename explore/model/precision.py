@@ -21,6 +21,10 @@ DeepSeek-V3 arXiv:2412.19437 Sec. 3.3):
 * Bytes per parameter: weights 2 (BF16; FP8 copies are made per layer, transient),
   gradients 4 (FP32 main gradients), optimizer 4 (FP32 master) + 2 x 4 (Adam m, v)
   or 2 x 2 with ``optimizer_moments = "bf16"`` (DeepSeek-V3 Sec. 3.3.3).
+* ``fp4`` (B200 class; the part's ``peak_flops_fp4``, 0 = not supported, which makes
+  the design invalid): the linear GEMMs in NVFP4 at the FP4 peak, everything else as
+  under FP8; quantization as NVFP4 (``NVFP4_CAST_BYTES_PER_ELEMENT``). The BF16 layers
+  NVFP4 recipes keep (the last few) are not modelled.
 * ``fp8_dispatch``: the MoE dispatch all-to-all carries FP8 (1 B + a 4 B scale per
   128 elements; DeepSeek-V3 Sec. 3.3.3); the combine stays BF16.
 """
@@ -32,6 +36,9 @@ import numpy as np
 
 RECIPES = ("per-tensor", "blockwise", "mxfp8")
 CAST_BYTES_PER_ELEMENT = np.array([2.0 + 2.0 + 1.0 + 1.0, 2.0 + 1.0 + 1.0 + 2 * 4.0 / 128, 2.0 + 1.0 + 1.0 + 2 / 32])
+NVFP4_CAST_BYTES_PER_ELEMENT = 2.0 + 2.0 + 0.5 + 0.5 + 2 / 16
+"""NVFP4 (NVIDIA, "Pretraining Large Language Models with NVFP4", arXiv:2509.25149): 16-element
+blocks with an E4M3 scale and a per-tensor FP32 scale (hence an amax read, 2 B), two 4-bit copies."""
 FP8_DISPATCH_BYTES = 1.0 + 4.0 / 128
 
 
@@ -50,13 +57,16 @@ class Recipe:
     def from_resolved(cls, r, system) -> "Recipe":
         v, n = r.values, r.n
         b = lambda a: np.broadcast_to(np.asarray(a, dtype=float), (n,))  # noqa: E731
-        fp8 = np.broadcast_to(np.asarray(v["training.precision"]) == "fp8", (n,))
+        prec = np.broadcast_to(np.asarray(v["training.precision"]), (n,))
+        fp4 = prec == "fp4"
+        fp8 = (prec == "fp8") | fp4            # low-precision GEMMs (the peak is the system's)
         code = sum(i * (np.asarray(v["training.fp8_recipe"]) == name) for i, name in enumerate(RECIPES))
         moments = np.where(np.asarray(v["training.optimizer_moments"]) == "bf16", 4.0, 8.0)
         dispatch = np.where(fp8 & np.asarray(v["training.fp8_dispatch"], bool), FP8_DISPATCH_BYTES, 2.0)
         return cls(fp8=fp8,
                    other_peak_flops=b(np.where(fp8, system.peak_flops_bf16, system.peak_flops)),
-                   cast_bytes_per_element=b(np.where(fp8, CAST_BYTES_PER_ELEMENT[code], 0.0)),
+                   cast_bytes_per_element=b(np.where(fp4, NVFP4_CAST_BYTES_PER_ELEMENT,
+                                                     np.where(fp8, CAST_BYTES_PER_ELEMENT[code], 0.0))),
                    weight_bytes=b(2.0), grad_bytes=b(4.0),
                    optimizer_bytes=b(4.0 + moments), dispatch_bytes=b(dispatch), combine_bytes=b(2.0))
 

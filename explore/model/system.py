@@ -165,6 +165,11 @@ def build_system(r) -> SystemSpec:
     prec = np.asarray(v["training.precision"])
     peak = np.where(prec == "fp8", acc["peak_flops_fp8"],
                     np.where(prec == "fp16", acc["peak_flops_fp16"], acc["peak_flops_bf16"]))
+    if np.any(prec == "fp4"):  # issue 11: FP4 peak of catalog parts (0 = none; parametric parts: none)
+        ids = v.get("system.accelerator")
+        fp4 = (lookup("accelerators", ids, "peak_flops_fp4") if ids is not None and "hw" not in acc
+               else 0.0)
+        peak = np.where(prec == "fp4", np.broadcast_to(fp4, (n,)), peak)
     su_bw, su_lat, su_pw, su_cost = _link(r, "system.scale_up")
     su_pw, su_cost = _scale_up_switches(r, su_bw, su_pw, su_cost)  # issue 4: switched domains
     nic_bw, so_lat, nic_pw, nic_cost = _link(r, "system.scale_out")

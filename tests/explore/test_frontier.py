@@ -234,3 +234,15 @@ def test_moe_fields_are_search_variables_over_the_whole_grid():
     assert ok.sum() > 100
     best = int(np.nanargmin(np.where(ok, ds["time_to_train_s"].values, np.nan)))
     assert cols["ep"][best] > 1
+
+
+def test_fp4_runs_on_b200_and_is_refused_on_h100():
+    sc = _moe_job()
+    sc["training"]["precision"] = np.array(["fp8", "fp4", "fp4"])
+    sc["system"]["accelerator"] = np.array(["b200", "b200", "h100-sxm-80gb"])
+    sc["system"]["scale_up"]["link"] = np.array(["nvlink5", "nvlink5", "nvlink4"])
+    ds = explore.evaluate(sc)
+    r = ds["reason"].values
+    assert "training.precision is not supported" in r[2]
+    assert "precision" not in r[1]
+    assert ds["step_time_s"].values[1] < ds["step_time_s"].values[0]
