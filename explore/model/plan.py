@@ -117,8 +117,7 @@ def check_rules(m: ModelSpec, plan: ParallelPlan, devices, fp_ok):
          "interleaved 1F1B needs the microbatch count to be a multiple of pp"),
         (~fp_ok, "training.precision is not supported by the accelerator"),
         # issue 11: expert and context parallelism (Megatron-Core convention, moe.py / context.py)
-        (np.mod(plan.tp * plan.dp * plan.cp, plan.ep * plan.etp) != 0,
-         "parallelism: ep*etp must divide tp*dp*cp (ep must divide dp*cp when etp = tp, the default)"),
+        (np.mod(plan.tp * plan.dp * plan.cp, plan.ep * plan.etp) != 0, EP_RULE),
         (np.mod(m.moe_ffn_hidden, plan.etp) != 0, "parallelism.etp must divide model.moe_ffn_hidden"),
         ((plan.ep > 1) & (m.experts <= 1), "parallelism.ep > 1 needs a MoE model (model.experts > 1)"),
         ((m.experts > 1) & (np.mod(m.experts, plan.ep) != 0), "parallelism.ep must divide model.experts"),
@@ -131,4 +130,22 @@ def check_rules(m: ModelSpec, plan: ParallelPlan, devices, fp_ok):
         if new.any():
             reason[new] = why
             valid &= ~bad
+    _ep_reason_with_values(plan, reason)  # issue 11
     return valid, reason
+
+
+EP_RULE = "parallelism: ep*etp must divide tp*dp*cp"
+
+
+def _ep_reason_with_values(plan: ParallelPlan, reason) -> None:
+    """Issue 11: the expert-parallel rule's reason names the values (only the designs it hit)."""
+    hit = reason == EP_RULE
+    if not hit.any():
+        return
+    i = lambda a: np.broadcast_to(a, hit.shape)[hit].astype(np.int64).astype(str)  # noqa: E731
+    s = np.strings
+    q = i(np.floor(plan.tp * plan.dp * plan.cp / plan.etp))
+    msg = s.add(s.add(s.add(s.add(s.add(s.add(s.add(
+        "parallelism.ep: value ", i(plan.ep)), " (etp = "), i(plan.etp)), ") must divide tp*dp*cp/etp = "), q),
+        " (Megatron-Core: ep*etp divides tp*dp*cp; with etp = tp, ep divides dp*cp); allowed: a divisor of "), q)
+    reason[hit] = msg.astype(object)
