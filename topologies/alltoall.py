@@ -15,12 +15,14 @@ the network family (the ratio of the bisection time to the injection time):
   ``Placement.switched_bw`` (1/o above the leaf when oversubscribed; the
   dragonfly's global-link share across groups). Rail-optimized networks reach
   other rails through the scale-up domain (PXN), so a2a is treated like a fat-tree.
-* torus / ocs-torus: on a ring of k nodes every node sends S_o/k to each other
-  node over shortest paths (mean distance k/4 with both directions), so the
-  links carry k/4 times the injected load: F = k D s / 4 per dimension (D active
-  dimensions share the node's bandwidth, s groups interleaved on the ring), the
-  worst dimension the group spans sets the pace (bisection of a k-ary torus:
-  2 N / k links, Dally & Towles 2004, Sec. 3.3).
+* torus / ocs-torus: on a ring of k nodes every node sends S/k to each node over
+  shortest paths (ties split over both directions); the busiest link direction
+  carries S k / 8, which at B / (2 D) per direction (D active dimensions share the
+  node's bandwidth) takes S k D / (4 B). So F = k D s / 4 x outer / (outer - 1)
+  relative to the scale-out share S_o, with s groups interleaved on the ring and
+  the widest dimension the group spans setting the pace (the bisection of a k-ary
+  torus, 2 N / k links, Dally & Towles 2004, Sec. 3.3). Exact for even k with
+  ranks one per node (tests/explore/test_frontier.py checks it on networkx tori).
 * ocs-reconfigurable: direct circuits. If the node has at least outer - 1 ports
   for this traffic the group is a full mesh (unused ports idle: utilisation
   floor(P / (outer - 1)) (outer - 1) / P); otherwise traffic is relayed over
@@ -63,7 +65,9 @@ def scale_out_bandwidth(place: Placement, stride, n, outer):
     """Effective per-rank scale-out bandwidth (b/s) of an all-to-all, per family."""
     bw = place.switched_bw(stride, n)
     if place.any_torus:
-        bw = np.where(place.is_torus(), place.bw / torus_bisection_factor(place, stride, outer), bw)
+        outer = np.asarray(outer, dtype=float)
+        f = torus_bisection_factor(place, stride, outer) * outer / np.maximum(outer - 1.0, 1.0)
+        bw = np.where(place.is_torus(), place.bw / np.maximum(f, 1.0), bw)
     if np.any(place.f == OCS_RECONF):
         bw = np.where(place.f == OCS_RECONF, ocs_mesh_bandwidth(place, outer), bw)
     return bw
