@@ -15,10 +15,13 @@ from explore.model.carbon import carbon
 from explore.model.costs import energy_and_cost
 from explore.model.plan import ParallelPlan, bubble_fraction, check_rules
 from explore.model.reliability import goodput as goodput_model
+from explore.model.reliability import interruption_rates  # issue 11
+from explore.model.costs import network_bom  # issue 11
 from explore.scenario import Resolved, resolve
 from explore.model.step import step_model
 from explore.model.system import SystemSpec, build_system, hardware_invalid
-from explore.model.workload import ModelSpec, model_flops_per_token, total_params
+from explore.model.workload import ModelSpec, active_params, model_flops_per_token, total_params
+from explore.model.precision import Recipe  # issue 11
 
 UNITS = {
     "step_time_s": "s", "tokens_per_s": "token/s", "model_flops_per_s_per_device": "FLOP/s",
@@ -27,7 +30,9 @@ UNITS = {
     "capex_usd": "USD", "power_w": "W", "goodput": "1", "params": "", "microbatches": "",
     "bubble_fraction": "1", "checkpoint_interval_s": "s", "checkpoint_time_s": "s",
     "mtbi_s": "s", "energy_per_step_j": "J", "cost_per_step_usd": "USD",
-    "params_per_device": "1", "hw_flops_per_device": "FLOP", "busy_time_s": "s",
+    "params_per_device": "1", "active_params": "", "interruptions_per_hour": "1/h",
+    **{f"interruptions_per_hour_{k}": "1/h" for k in
+       ("accelerator", "hbm", "host", "nic", "software", "network")}, "hw_flops_per_device": "FLOP", "busy_time_s": "s",
     "bytes_scale_out_per_device": "B",
     "valid": "bool", "reason": "",
     "network_switches": "1", "network_transceivers": "1", "network_ocs": "1", "network_ocs_ports": "1",
@@ -77,32 +82,38 @@ def evaluate_resolved(r: Resolved, calibration: cal.Calibration = cal.DEFAULT) -
     plan = ParallelPlan.from_resolved(r)
     system = build_system(r)
     flash = np.broadcast_to(np.asarray(v["training.flash_attention"], bool), (r.n,))
-    out = _metrics(model, plan, system, flash, v, calibration)
+    recipe = Recipe.from_resolved(r, system)  # issue 11: precision recipe
+    out = _metrics(model, plan, system, flash, v, calibration, recipe)
     return _assemble(out, r)
 
 
-def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v, c) -> dict:
+def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v, c, recipe=None) -> dict:
     valid, reason = check_rules(model, plan, system.devices, system.peak_flops > 0)
     hw_bad, hw_reason = hardware_invalid(system)  # issue 3: reticle, shoreline, interposer, power
     hw_bad = hw_bad & valid
     reason[hw_bad] = hw_reason[hw_bad]
     valid = valid & ~hw_bad
     with np.errstate(divide="ignore", invalid="ignore"):
-        st = step_model(model, plan, system, flash, c)
+        st = step_model(model, plan, system, flash, c, recipe)
         tokens_per_step = plan.global_batch * model.seq_len
         step = st["step_time_s"]
         tps = tokens_per_step / step
         mflops_tok = model_flops_per_token(model)
         mfps = mflops_tok * tps / system.devices
         n_params = total_params(model)
+        # issue 11: interruption rate per component class, the network's from its bill of materials
+        bom = network_bom(system)
+        rates = interruption_rates(system.devices, system.nics_per_device, bom["fit"])
+        rate_total = np.where(system.interruptions_given > 0, system.devices * system.interruptions_per_hour,
+                              sum(rates.values()))
         gp, tau, delta, mtbi = goodput_model(
-            system.devices, system.interruptions_per_hour, n_params,
+            system.devices, rate_total / system.devices, n_params,
             v["datacenter.checkpoint_write_bps_per_device"], v["datacenter.restart_s"])
         gp_ok = gp > 0.0
         gp_c = np.where(gp_ok, gp, np.nan)
         ec = energy_and_cost(system, step, st["busy_time_s"], tokens_per_step, gp_c,
                              v["datacenter.pue"], v["datacenter.electricity_usd_per_kwh"],
-                             v["datacenter.lifetime_years"])
+                             v["datacenter.lifetime_years"], bom)
         tokens = v["training.tokens"]
         out = {
             "step_time_s": step,
@@ -115,7 +126,11 @@ def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v,
             "time_to_train_s": tokens / tps / gp_c,
             "goodput": gp_c,
             "checkpoint_interval_s": tau, "checkpoint_time_s": delta, "mtbi_s": mtbi,
+            "interruptions_per_hour": rate_total,  # issue 11: by class (0 when an all-cause rate is given)
+            **{f"interruptions_per_hour_{k}": np.where(system.interruptions_given > 0, 0.0, r)
+               for k, r in rates.items()},
             "params": n_params,
+            "active_params": active_params(model),  # issue 11
             "microbatches": plan.microbatches,
             "bubble_fraction": bubble_fraction(plan),
             **{k: val for k, val in st.items() if k != "step_time_s" and k != "memory_per_device_bytes"},

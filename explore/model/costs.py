@@ -53,9 +53,9 @@ def network_bom(s: SystemSpec) -> dict[str, np.ndarray]:
     return out
 
 
-def capex_and_power(s: SystemSpec) -> tuple[dict, dict]:
-    """Capex (USD) and static power (W) by component, whole cluster."""
-    bom = network_bom(s)
+def capex_and_power(s: SystemSpec, bom=None) -> tuple[dict, dict]:
+    """Capex (USD) and static power (W) by component, whole cluster (``bom``: a precomputed network_bom)."""
+    bom = network_bom(s) if bom is None else bom
     capex = {
         "accelerators": s.devices * s.price_usd,
         "hosts": s.devices * s.host_price_usd,
@@ -99,8 +99,8 @@ def split_accelerator(s: SystemSpec, capex: dict, energy: dict) -> None:
 
 
 def energy_and_cost(s: SystemSpec, step_time_s, busy_time_s, tokens_per_step, goodput,
-                    pue, usd_per_kwh, lifetime_years) -> dict[str, np.ndarray]:
-    capex, static_power, bom = capex_and_power(s)
+                    pue, usd_per_kwh, lifetime_years, bom=None) -> dict[str, np.ndarray]:
+    capex, static_power, bom = capex_and_power(s, bom)
     dyn_power = s.devices * (s.tdp_w - s.idle_power_w)
     energy = {k: p * step_time_s for k, p in static_power.items()}
     energy["accelerators_idle"] = energy["accelerators_idle"]
