@@ -16,8 +16,12 @@ from pathlib import Path
 
 import numpy as np
 
-LOG_SPAN = 30.0
-"""An axis is logarithmic when max / min of its positive values exceeds this (about 1.5 decades)."""
+MAX_CLOUD = 4000
+"""At most this many points per cloud or group are drawn (an even subsample): SVG, PDF and
+plotly's SVG markers stay light; no WebGL needed."""
+
+LOG_SPAN = 10.0
+"""An axis is logarithmic when max / min of its positive values exceeds this (a decade)."""
 
 # metric -> (label, unit, scale from SI); power and energy pick their prefix from the data.
 _HUMAN = {
@@ -104,20 +108,20 @@ def front_mask(x, y) -> np.ndarray:
 
 
 def hover(ds, fields, i_rows=None) -> list[str]:
-    """Hover text per design: each field in human units (choices as labels)."""
+    """Hover text per design (or per row of ``i_rows``): each field in human units."""
     n = ds.sizes["design"]
-    rows = range(n) if i_rows is None else i_rows
+    rows = np.arange(n) if i_rows is None else np.asarray(i_rows, int)
     cols = []
     for f in fields:
         if f not in ds.variables:
             continue
-        v = ds[f].values
+        v = ds[f].values[rows]
         if v.dtype.kind in "fiu" and v.dtype != bool:
             label, unit, scale = human(f, v)
             cols.append([f"{label} = {fmt(float(x) * scale, unit)}" for x in v])
         else:
             cols.append([f"{f} = {x}" for x in v])
-    return ["<br>".join(c[i] for c in cols) for i in rows]
+    return ["<br>".join(c[i] for c in cols) for i in range(len(rows))]
 
 
 # ----------------------------------------------------------------------------- figure description
@@ -180,15 +184,16 @@ def scatter_panel(ds, x: str, y: str, *, by: str | None = None, color: str | Non
     X, xl = in_units(x, ds[x].values)
     Y, yl = in_units(y, ds[y].values)
     ok &= np.isfinite(X) & np.isfinite(Y)
-    text = hover(ds, list(hover_fields) + [x, y])
     p = Panel(title=title, xlabel=xl, ylabel=yl, xlog=should_log(X[ok]), ylog=should_log(Y[ok]))
     wi = np.zeros(len(X), bool) if whatif is None else np.asarray(whatif, bool)
     idx = np.flatnonzero(ok)
-    p.series.append(Series("evaluated designs", X[idx], Y[idx], [text[i] for i in idx], "cloud"))
+    if len(idx) > MAX_CLOUD:        # an even subsample of the cloud; fronts are always complete
+        idx = idx[np.linspace(0, len(idx) - 1, MAX_CLOUD).round().astype(int)]
     groups = [(None, ok)]
     if by is not None:
         labels = np.asarray(ds[by].values).astype(str)
         groups = [(g, ok & (labels == g)) for g in dict.fromkeys(labels[ok])]
+    picks = []
     for k, (g, gm) in enumerate(groups):
         if fronts == "none":
             on = gm
@@ -198,15 +203,19 @@ def scatter_panel(ds, x: str, y: str, *, by: str | None = None, color: str | Non
             on = gm & front_mask(np.where(ok, X, np.nan), np.where(ok, Y, np.nan))
         for hollow in (False, True):
             sel = np.flatnonzero(on & (wi == hollow))
-            if not len(sel):
-                continue
-            o = np.argsort(X[sel])
-            sel = sel[o]
-            name = ("Pareto front" if g is None else str(g)) + (" (what-if)" if hollow else "")
-            cv = np.asarray(ds[color].values, float)[sel] * human(color)[2] if color else None
-            p.series.append(Series(name, X[sel], Y[sel], [text[i] for i in sel],
-                                   "points" if fronts == "none" else "front",
-                                   PALETTE[k % len(PALETTE)], k % len(SYMBOLS), hollow, cv))
+            if len(sel) > MAX_CLOUD:
+                sel = sel[np.linspace(0, len(sel) - 1, MAX_CLOUD).round().astype(int)]
+            if len(sel):
+                picks.append((k, g, hollow, sel[np.argsort(X[sel], kind="stable")]))
+    rows = np.unique(np.concatenate([idx] + [s for *_, s in picks]))
+    text = dict(zip(rows, hover(ds, list(hover_fields) + [x, y], rows)))
+    p.series.append(Series("evaluated designs", X[idx], Y[idx], [text[i] for i in idx], "cloud"))
+    for k, g, hollow, sel in picks:
+        name = ("Pareto front" if g is None else str(g)) + (" (what-if)" if hollow else "")
+        cv = np.asarray(ds[color].values, float)[sel] * human(color)[2] if color else None
+        p.series.append(Series(name, X[sel], Y[sel], [text[i] for i in sel],
+                               "points" if fronts == "none" else "front",
+                               PALETTE[k % len(PALETTE)], k % len(SYMBOLS), hollow, cv))
     if color:
         lab, unit, _ = human(color)
         p.clabel = f"{lab} [{unit}]" if unit else lab
@@ -220,7 +229,7 @@ def to_matplotlib(fig: Figure, ncols: int | None = None):
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
     n = len(fig.panels)
-    ncols = ncols or min(n, 3)
+    ncols = ncols or fig.ncols or min(n, 3)
     nrows = -(-n // ncols)
     width = max(5.2 * ncols, 10.0 if any(p.bars for p in fig.panels) else 7.0)
     mfig, axes = plt.subplots(nrows, ncols, figsize=(width, 4.3 * nrows + 1.2), squeeze=False)

@@ -117,17 +117,22 @@ def figures(ds: xr.Dataset) -> dict:
     ok = ds["feasible"].values
     X, xl = fg.in_units("time_to_train_s", ds["time_to_train_s"].values)
     Y, yl = fg.in_units("cost_per_token_usd", ds["cost_per_token_usd"].values)
-    hover = fg.hover(ds, ["platform", "devices", "scale_out_link", "nics_per_device", "oversubscription",
-                          "optics", "tp", "pp", "microbatch", "recompute", "capex_usd",
-                          "time_to_train_s", "cost_per_token_usd", "energy_per_token_j"])
-    p = fg.Panel(title="fronts of time to train and cost per token", xlabel=xl, ylabel=yl,
-                 xlog=fg.should_log(X[ok]), ylog=fg.should_log(Y[ok]))
     idx = np.flatnonzero(ok)
-    p.series.append(fg.Series("designs within budget", X[idx], Y[idx], [hover[i] for i in idx], "cloud"))
-    for k, name in enumerate(SEARCHES):
+    if len(idx) > fg.MAX_CLOUD:
+        idx = idx[np.linspace(0, len(idx) - 1, fg.MAX_CLOUD).round().astype(int)]
+    fronts = {}
+    for name in SEARCHES:
         m = ok & ds[f"in_{name.replace(' ', '_')}"].values
         sel = np.flatnonzero(m & fg.front_mask(np.where(m, X, np.nan), np.where(m, Y, np.nan)))
-        sel = sel[np.argsort(X[sel])]
+        fronts[name] = sel[np.argsort(X[sel])]
+    rows = np.unique(np.concatenate([idx, *fronts.values()]))
+    hover = dict(zip(rows, fg.hover(ds, ["platform", "devices", "scale_out_link", "nics_per_device", "oversubscription",
+                          "optics", "tp", "pp", "microbatch", "recompute", "capex_usd",
+                          "time_to_train_s", "cost_per_token_usd", "energy_per_token_j"], rows)))
+    p = fg.Panel(title="fronts of time to train and cost per token", xlabel=xl, ylabel=yl,
+                 xlog=fg.should_log(X[ok]), ylog=fg.should_log(Y[ok]))
+    p.series.append(fg.Series("designs within budget", X[idx], Y[idx], [hover[i] for i in idx], "cloud"))
+    for k, (name, sel) in enumerate(fronts.items()):
         p.series.append(fg.Series(name, X[sel], Y[sel], [hover[i] for i in sel], "front",
                                   fg.PALETTE[k], k))
     q = fg.scatter_panel(ds, "time_to_train_s", "cost_per_token_usd", by="platform", mask=ok,
