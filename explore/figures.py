@@ -118,6 +118,8 @@ def hover(ds, fields, i_rows=None) -> list[str]:
         v = ds[f].values[rows]
         if v.dtype.kind in "fiu" and v.dtype != bool:
             label, unit, scale = human(f, v)
+            if f == "devices" or not (f in _HUMAN or f.endswith(("_s", "_j", "_usd", "_w", "_bytes"))):
+                label = f           # a design field: its own name; a metric: its readable label
             cols.append([f"{label} = {fmt(float(x) * scale, unit)}" for x in v])
         else:
             cols.append([f"{f} = {x}" for x in v])
@@ -168,6 +170,7 @@ class Figure:
     panels: list[Panel] = field(default_factory=list)
     note: str = ""
     ncols: int | None = None
+    legend: str = "figure"          # "figure": one shared legend below; "panel": one per panel
 
 
 def scatter_panel(ds, x: str, y: str, *, by: str | None = None, color: str | None = None,
@@ -235,7 +238,12 @@ def to_matplotlib(fig: Figure, ncols: int | None = None):
     mfig, axes = plt.subplots(nrows, ncols, figsize=(width, 4.3 * nrows + 1.2), squeeze=False)
     handles: dict[str, object] = {}
     for ax, p in zip(axes.ravel(), fig.panels):
-        _mpl_panel(ax, p, handles, mfig)
+        if fig.legend == "panel":
+            own: dict[str, object] = {}
+            _mpl_panel(ax, p, own, mfig)
+            ax.legend(list(own.values()), list(own.keys()), fontsize=7, loc="best", framealpha=0.85)
+        else:
+            _mpl_panel(ax, p, handles, mfig)
     for ax in axes.ravel()[n:]:
         ax.set_visible(False)
     sup = fig.title + (f"\n{fig.subtitle}" if fig.subtitle else "")
@@ -317,8 +325,10 @@ def _plain_log_ticks(ax, p: Panel) -> None:
                           (p.ylog, ax.yaxis, ax.get_ylim())):
         if not on:
             continue
-        axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
         lo, hi = sorted(lim)
+        if lo > 0 and hi / lo < 300:    # few decades: label 1, 2, 5 of each
+            axis.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
         if lo > 0 and hi / lo < 10:
             axis.set_minor_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
         else:
@@ -430,25 +440,12 @@ def _metadata(fmt_: str) -> dict | None:
 # ----------------------------------------------------------------------------- shipped platforms
 
 def platforms() -> dict:
-    """explore/data/platforms.toml: accelerator -> shipped scale-up links and domain sizes."""
-    import tomllib
-    with open(Path(__file__).parent / "data" / "platforms.toml", "rb") as f:
-        return tomllib.load(f)
+    """explore/data/platforms.toml (``explore.platforms.platforms``)."""
+    from explore.platforms import platforms as table
+    return table()
 
 
 def platform_whatif(accelerator, link=None, size=None) -> np.ndarray:
-    """True where an (accelerator, scale-up link, domain size) pairing is not a shipped platform.
-
-    Accelerators missing from the table (parametric designs) are never flagged."""
-    table = platforms()
-    acc = np.atleast_1d(np.asarray(accelerator).astype(str))
-    out = np.zeros(acc.shape, bool)
-    lk = None if link is None else np.broadcast_to(np.asarray(link).astype(str), acc.shape)
-    sz = None if size is None else np.broadcast_to(np.asarray(size), acc.shape)
-    for name, spec in table.items():
-        m = acc == name
-        if lk is not None:
-            out |= m & ~np.isin(lk, spec["links"])
-        if sz is not None:
-            out |= m & ~np.isin(sz, spec["sizes"])
-    return out
+    """True for accelerator / scale-up pairings no vendor ships (``explore.platforms.whatif``)."""
+    from explore.platforms import whatif
+    return whatif(accelerator, link, size)

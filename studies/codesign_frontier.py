@@ -138,9 +138,10 @@ def figures(ds: xr.Dataset) -> dict:
     q = fg.scatter_panel(ds, "time_to_train_s", "cost_per_token_usd", by="platform", mask=ok,
                          hover_fields=["platform", "devices", "scale_out_link", "optics", "tp", "pp"],
                          fronts="group", title="joint search: front per platform")
+    q.series[0].name = "designs within budget"
     return {"codesign-frontier": fg.Figure(
         TITLE, f"GPT-3 175B, 300 B tokens, capex <= {num(BUDGET_USD / 1e6)} M USD, shipped platforms; "
-        "restricted searches keep the other layers at the H100 reference", [p, q])}
+        "restricted searches keep the other layers at the H100 reference", [p, q], legend="panel")}
 
 
 if __name__ == "__main__":

@@ -93,7 +93,9 @@ def write_dataset(ds: xr.Dataset, path: Path) -> xr.Dataset:
             ds[k] = ds[k].astype(object)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp.nc")
-    ds.to_netcdf(tmp)
+    enc = {k: {"zlib": True, "complevel": 4} for k in ds.variables
+           if ds[k].dtype.kind in "fiub" and ds[k].ndim > 0}
+    ds.to_netcdf(tmp, encoding=enc)
     tmp.replace(path)
     return read_dataset(path)
 
