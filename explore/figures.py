@@ -161,6 +161,8 @@ class Panel:
     marks: list[tuple[float, float, str]] = field(default_factory=list)  # (x, y, label)
     bars: dict | None = None        # {"categories": [...], "stacks": {component: values}}
     clabel: str = ""                # colour-bar label
+    xlim: tuple | None = None       # axis ranges (human units); None: the data's
+    ylim: tuple | None = None
 
 
 @dataclass
@@ -175,7 +177,7 @@ class Figure:
 
 def scatter_panel(ds, x: str, y: str, *, by: str | None = None, color: str | None = None,
                   mask=None, whatif=None, hover_fields=(), fronts: str = "group",
-                  title: str = "") -> Panel:
+                  title: str = "", zoom: float | None = None) -> Panel:
     """Evaluated designs of ``ds`` as a grey cloud, the Pareto front of ``x`` and ``y`` on top.
 
     ``by``: a categorical field (one colour and symbol per value, legend) for the
@@ -222,6 +224,15 @@ def scatter_panel(ds, x: str, y: str, *, by: str | None = None, color: str | Non
     if color:
         lab, unit, _ = human(color)
         p.clabel = f"{lab} [{unit}]" if unit else lab
+    if zoom is not None and picks:
+        fx = np.concatenate([X[s] for *_, s in picks])
+        fy = np.concatenate([Y[s] for *_, s in picks])
+        p.xlim = (fx.min() / (1 + zoom), fx.max() * (1 + zoom))
+        p.ylim = (fy.min() / (1 + zoom), fy.max() * (1 + zoom))
+        p.xlog = p.ylog = False
+        out = int(np.sum(ok & ((X > p.xlim[1]) | (Y > p.ylim[1]))))
+        if out:
+            p.title = (p.title + "\n" if p.title else "") + f"({out:,} slower or costlier designs off axes)"
     return p
 
 
@@ -311,6 +322,10 @@ def _mpl_panel(ax, p: Panel, handles: dict, mfig) -> None:
     if p.bars is None:          # set_xscale resets the category tick labels
         ax.set_xscale("log" if p.xlog else "linear")
     ax.set_yscale("log" if p.ylog else "linear")
+    if p.xlim:
+        ax.set_xlim(*p.xlim)
+    if p.ylim:
+        ax.set_ylim(*p.ylim)
     _plain_log_ticks(ax, p)
     ax.set_xlabel(p.xlabel)
     ax.set_ylabel(p.ylabel)
@@ -349,8 +364,10 @@ def to_plotly(fig: Figure, ncols: int | None = None):
     for k, p in enumerate(fig.panels):
         r, c = k // ncols + 1, k % ncols + 1
         _plotly_panel(pf, go, p, r, c, shown)
-        pf.update_xaxes(title_text=p.xlabel, type="log" if p.xlog else "linear", row=r, col=c)
-        pf.update_yaxes(title_text=p.ylabel, type="log" if p.ylog else "linear", row=r, col=c)
+        pf.update_xaxes(title_text=p.xlabel, type="log" if p.xlog else "linear", row=r, col=c,
+                        range=_range(p.xlim, p.xlog))
+        pf.update_yaxes(title_text=p.ylabel, type="log" if p.ylog else "linear", row=r, col=c,
+                        range=_range(p.ylim, p.ylog))
     title = fig.title + (f"<br><sup>{fig.subtitle}</sup>" if fig.subtitle else "")
     pf.update_layout(title=dict(text=title), template="plotly_white",
                      height=430 * nrows + 120, width=None, hovermode="closest",
@@ -359,6 +376,12 @@ def to_plotly(fig: Figure, ncols: int | None = None):
         pf.add_annotation(text=fig.note, xref="paper", yref="paper", x=0, y=-0.25,
                           showarrow=False, font=dict(size=10, color="#555555"), align="left")
     return pf
+
+
+def _range(lim, log: bool):
+    if lim is None:
+        return None
+    return [float(np.log10(v)) for v in lim] if log else [float(v) for v in lim]
 
 
 def _plotly_panel(pf, go, p: Panel, r: int, c: int, shown: set) -> None:

@@ -86,18 +86,26 @@ def summary(ds: xr.Dataset, f: dict) -> str:
 def figures(ds: xr.Dataset) -> dict:
     f = findings(ds)
     dies = ds["compute_dies"].values.astype(str)
-    ds = ds.assign_coords(dies_label=("design", np.char.add(dies, " dies")))
+    ds = ds.assign_coords(dies_label=("design", np.where(dies == "1", "1 die", np.char.add(dies, " dies"))))
     hover = ["compute_dies", "die_area_mm2", "node", "hbm", "hbm_stacks", "package", "d2d",
              "optical_io", "silicon_mm2", "capex_usd"]
     p = fg.scatter_panel(ds, "time_to_train_s", "cost_per_token_usd", by="dies_label",
-                         hover_fields=hover, title="1,024 accelerators, GPT-3 175B")
+                         hover_fields=hover, title="1,024 accelerators, GPT-3 175B", zoom=0.25)
     i = f["best"]
     p.marks.append((float(ds["time_to_train_s"].values[i] / 86400), f["best_cost"] * 1e6,
                     f"optimum: {f['best_dies']} x {num(f['best_area'])} mm2 {f['best_node']}"))
-    q = fg.scatter_panel(ds, "silicon_mm2", "cost_per_token_usd", by="dies_label", hover_fields=hover,
-                         fronts="none", title="cost per token vs total compute silicon")
-    q.series[0].x = q.series[0].x  # grey cloud already holds every valid design
-    q.xlabel = "compute silicon per package [mm2]"
+    q = fg.Panel(title="cheapest design per die size and count", xlabel="compute die area [mm2]",
+                 ylabel="cost [USD per million tokens]", ylog=True)
+    ok = ds["valid"].values
+    for k, n in enumerate(np.unique(ds["compute_dies"].values)):
+        m = ok & (ds["compute_dies"].values == n)
+        areas = np.unique(ds["die_area_mm2"].values[m])
+        best = np.array([ds["cost_per_token_usd"].values[m & (ds["die_area_mm2"].values == a)].min()
+                         for a in areas]) * 1e6
+        text = [f"{n} x {a:g} mm2: {fg.fmt(b, 'USD per million tokens')}" for a, b in zip(areas, best)]
+        q.series.append(fg.Series(f"{n} {'die' if n == 1 else 'dies'}", areas, best, text, "line",
+                                  fg.PALETTE[k % len(fg.PALETTE)], k))
+    q.marks.append((f["best_area"], f["best_cost"] * 1e6, "optimum"))
     return {"chiplet-granularity": fg.Figure(TITLE, "parametric accelerators (hwmodels.package), "
                                              "front per die count; star: yield-driven optimum", [p, q])}
 

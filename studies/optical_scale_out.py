@@ -140,10 +140,10 @@ def figures(ds: xr.Dataset) -> dict:
         sub = ds.isel(design=np.flatnonzero(m))
         fig.panels.append(fg.scatter_panel(sub, "time_to_train_s", "energy_per_token_j",
                                                 by="technology", hover_fields=hover,
-                                                title=f"{job}: energy"))
+                                                title=f"{job}: energy", zoom=0.04))
         fig.panels.append(fg.scatter_panel(sub, "time_to_train_s", "cost_per_token_usd",
                                                 by="technology", hover_fields=hover,
-                                                title=f"{job}: cost"))
+                                                title=f"{job}: cost", zoom=0.04))
     return {"optical-scale-out": fig}
 
 

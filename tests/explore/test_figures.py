@@ -76,3 +76,12 @@ def test_cli_study_errors(capsys):
     assert "no-such-study" in err and "optical-scale-out" in err
     assert main(["study", "--list"]) == 0
     assert "codesign-frontier" in capsys.readouterr().out
+
+
+def test_cli_study_runs_and_writes(tmp_path, capsys):
+    from explore.cli.main import main
+    assert main(["study", "energy-breakdown", "--quick", "--out", str(tmp_path), "--formats", "png"]) == 0
+    assert (tmp_path / "energy-breakdown.png").exists() and (tmp_path / "summary.md").exists()
+    assert "J/token" in capsys.readouterr().out
+    assert main(["study", "energy-breakdown", "--quick", "--out", str(tmp_path), "--formats", "gif"]) == 2
+    assert "gif" in capsys.readouterr().err
