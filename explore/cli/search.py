@@ -87,6 +87,15 @@ def _value(x) -> str:
     return f"{x:.4g}" if isinstance(x, (float, np.floating)) else str(x)
 
 
+def _human(metric: str, x: float, ds) -> str:
+    """A metric in the unit a reader expects (days, J/token, USD per million tokens)."""
+    from explore import figures
+    if metric in figures._HUMAN or metric.endswith(("_j", "_usd", "_w")):
+        _, unit, scale = figures.human(metric, ds[metric].values if metric in ds else [x])
+        return figures.fmt(x * scale, unit)
+    return _si(x, ds[metric].attrs.get("units", "") if metric in ds else "")
+
+
 def front_table(ds, rows: int = 15) -> str:
     """The front as a table: objectives (user's sign and units) and decision variables."""
     from explore.search.plot import decision_names
@@ -103,8 +112,7 @@ def front_table(ds, rows: int = 15) -> str:
     cols = [f"{o} ({s})" for o, s in zip(objs, ds["sense"].values)] + names
     table = []
     for i in pick:
-        cells = [_si(float(ds["objectives"].values[i, j]), ds[o].attrs.get("units", "") if o in ds else "")
-                 for j, o in enumerate(objs)]
+        cells = [_human(o, float(ds["objectives"].values[i, j]), ds) for j, o in enumerate(objs)]
         cells += [_value(ds[nm].values[i]) for nm in names]
         table.append(cells)
     w = [max(len(c), *(len(r[k]) for r in table)) for k, c in enumerate(cols)]

@@ -142,3 +142,12 @@ def test_every_study_is_tested():
 def test_study_full_mode(name, tmp_path):
     r = run_study(name, quick=False, out=tmp_path, progress=lambda s: None)
     assert (tmp_path / "summary.md").exists() and list(tmp_path.glob("*.pdf"))
+
+
+def test_python_dash_m_entry_point(tmp_path):
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-m", "studies.energy_breakdown", "--quick", "--out",
+                        str(tmp_path), "--formats", "png"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "# Energy breakdown" in r.stdout and (tmp_path / "energy-breakdown.png").exists()
