@@ -30,7 +30,8 @@ def test_study_script_runs(path, tmp_path):
 
 # one notebook per major study re-runs that study's --quick mode (already asserted in
 # tests/studies/): slow-marked to keep the default run lean
-STUDY_NOTEBOOKS = ("optical_scale_out.ipynb", "reconfigurable_topology.ipynb", "codesign_frontier.ipynb")
+STUDY_NOTEBOOKS = ("optical_scale_out.ipynb", "reconfigurable_topology.ipynb", "codesign_frontier.ipynb",
+                   "chiplet_granularity.ipynb", "energy_breakdown.ipynb", "scale_and_reliability.ipynb")
 NOTEBOOKS = [pytest.param(p, marks=pytest.mark.slow) if p.name in STUDY_NOTEBOOKS else p
              for p in sorted(Path("studies/notebooks").glob("*.ipynb"))]
 

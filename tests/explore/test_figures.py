@@ -85,3 +85,16 @@ def test_cli_study_runs_and_writes(tmp_path, capsys):
     assert "J/token" in capsys.readouterr().out
     assert main(["study", "energy-breakdown", "--quick", "--out", str(tmp_path), "--formats", "gif"]) == 2
     assert "gif" in capsys.readouterr().err
+
+
+def test_colour_bar_panel_renders(tmp_path):
+    n = 30
+    ds = xr.Dataset({"time_to_train_s": ("design", np.linspace(1e5, 1e6, n)),
+                     "energy_per_token_j": ("design", np.linspace(5, 2, n)),
+                     "valid": ("design", np.ones(n, bool))},
+                    coords={"devices": ("design", np.arange(n) * 128 + 128)})
+    p = fg.scatter_panel(ds, "time_to_train_s", "energy_per_token_j", color="devices", fronts="none")
+    assert p.clabel == "accelerators" and p.series[1].cvalues is not None
+    fg.save(fg.Figure("colour", "", [p]), tmp_path, "c", formats=("png", "html"))
+    assert (tmp_path / "c.png").stat().st_size > 5000
+    assert "colorbar" in (tmp_path / "c.html").read_text()
