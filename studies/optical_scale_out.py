@@ -14,7 +14,7 @@ import numpy as np
 import xarray as xr
 
 from explore import figures as fg
-from studies.common import SCENARIOS, concat, evaluate_grid, grid, num, pct, platform
+from studies.common import SCENARIOS, evaluate_grid, grid, num, pct, platform
 
 TITLE = "Optical scale-out: which link technology for the scale-out network"
 TECHS = ("copper", "pluggable", "lpo", "cpo", "optical-io", "ocs-reconfigurable")

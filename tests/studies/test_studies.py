@@ -141,7 +141,9 @@ def test_every_study_is_tested():
 @pytest.mark.parametrize("name", STUDIES)
 def test_study_full_mode(name, tmp_path):
     r = run_study(name, quick=False, out=tmp_path, progress=lambda s: None)
-    assert (tmp_path / "summary.md").exists() and list(tmp_path.glob("*.pdf"))
+    assert "full mode" in r["summary"] and (tmp_path / "summary.md").read_text() == r["summary"]
+    for ext in ("png", "svg", "pdf", "html"):
+        assert list(tmp_path.glob(f"*.{ext}")), ext
 
 
 def test_python_dash_m_entry_point(tmp_path):
