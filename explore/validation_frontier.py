@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import csv
 import re
-from pathlib import Path
 
 import numpy as np
 

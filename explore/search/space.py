@@ -17,6 +17,7 @@ nics = { field = "system.scale_out.nics_per_device", low = 0.5, high = 4, log = 
 [couplings]                    # devices = N, or a capex budget that sets the device count
 capex_budget_usd = 3e8
 device_multiple = "parallelism.tp * parallelism.pp"
+platforms = "shipped"          # accelerator / scale-up pairings vendors ship only ("what-if": any)
 
 [constraints]                  # any metric, with min and/or max; memory fit is always one
 power_w = { max = 2.5e7 }
@@ -127,9 +128,29 @@ class Space:
         bad = np.zeros(n, dtype=bool)
         reason = np.full(n, "", dtype=object)
         bad, reason = self._apply_derived(sc, env, n, bad, reason)
+        if self.couplings.get("platforms") == "shipped":
+            bad, reason = self._shipped_only(sc, n, bad, reason)
         if "capex_budget_usd" in self.couplings:
             bad, reason = self._budget_devices(sc, env, n, bad, reason)
         return sc, bad, reason
+
+    @staticmethod
+    def _shipped_only(sc, n, bad, reason):
+        """``platforms = "shipped"``: pairings of accelerator and scale-up fabric / domain size
+        that no vendor ships (explore/data/platforms.toml) are invalid designs."""
+        from explore.platforms import whatif
+        acc = get_field(sc, "system.accelerator")
+        if isinstance(acc, dict):            # inline (parametric) accelerator: any fabric
+            return bad, reason
+        cols = [np.broadcast_to(np.asarray(d if get_field(sc, p) is None else get_field(sc, p)), (n,))
+                for p, d in (("system.accelerator", ""), ("system.scale_up.link", "nvlink4"),
+                             ("system.scale_up.size", 8))]
+        w = whatif(*cols) & ~bad
+        if w.any():
+            reason = reason.copy()
+            reason[w] = [f"what-if platform: {a} does not ship with {l} x {int(z)} "
+                         f"(explore/data/platforms.toml)" for a, l, z in zip(*(c[w] for c in cols))]
+        return bad | w, reason
 
     def _apply_derived(self, sc, env, n, bad, reason):
         bad = bad.copy()
@@ -346,12 +367,18 @@ def load_space(path_or_dict) -> Space:
 
 
 def _couplings(where, raw: dict, seen: dict, names_ok: set) -> dict:
-    allowed = ("devices", "capex_budget_usd", "device_multiple")
+    allowed = ("devices", "capex_budget_usd", "device_multiple", "platforms")
     for k in raw:
         if k not in allowed:
             raise SpaceError(f"{where}: couplings.{k}: unknown key{_suggest(k, allowed)}; "
                              f"allowed: {', '.join(allowed)}")
     out: dict[str, Any] = {}
+    if "platforms" in raw:
+        if raw["platforms"] not in ("shipped", "what-if"):
+            raise SpaceError(f"{where}: couplings.platforms: value {raw['platforms']!r} is not "
+                             f"allowed; allowed: 'shipped' (only accelerator / scale-up pairings "
+                             f"vendors ship) or 'what-if' (any pairing)")
+        out["platforms"] = raw["platforms"]
     if "devices" in raw and "capex_budget_usd" in raw:
         raise SpaceError(f"{where}: couplings: give devices or capex_budget_usd, not both")
     if ("devices" in raw or "capex_budget_usd" in raw) and "system.devices" in seen:
