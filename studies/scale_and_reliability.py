@@ -1,9 +1,11 @@
 """Scale and reliability: 1k to 131k H100 training Llama 3 405B on 15.6 T tokens, with
 interruptions, checkpointing and restarts (Young/Daly optimum checkpoint interval).
 
-Two failure accountings: the accelerator's all-cause interruption rate alone (Llama 3's
-rate per device-hour), and that rate plus the scale-out optics' failures (the network's
-FIT from the catalog, per transceiver technology). The time-optimal cluster size is the
+Two failure accountings, both from the model's per-component interruption rates
+(``explore.model.reliability``, anchored on Llama 3's Table 5): every class but the
+network (accelerator, HBM, host, software, NIC), and all classes including the
+network's interruptions from its bill of materials (FIT of every transceiver, cable
+and OCS per optics technology, times interruptions per failure). The time-optimal cluster size is the
 evaluated device count with the shortest time to train.
 """
 from __future__ import annotations
@@ -17,7 +19,7 @@ from studies.common import SCENARIOS, evaluate_grid, grid, num, pct, platform, s
 
 TITLE = "Scale and reliability: goodput and time to train from 1k to 131k accelerators"
 OPTICS = ("pluggable", "lpo", "cpo")
-ACCOUNTING = ("accelerators only", "accelerators + optics FIT")
+ACCOUNTING = ("all but the network", "all incl. network (BOM)")
 
 
 def run(quick: bool = False) -> xr.Dataset:
@@ -36,10 +38,10 @@ def run(quick: bool = False) -> xr.Dataset:
               "parallelism.recompute": "full", "training.global_batch": 2048,
               "training.tokens": 15.6e12}
     first = explore.evaluate(scenario_with(sc, fields))
-    # all-cause rate per device-hour (from MTBI), plus the network's failures spread over devices
-    base_rate = 3600.0 / (first["mtbi_s"].values * d["devices"])
-    optics_rate = first["network_fit"].values * 1e-9 / d["devices"]
-    rate = np.where(d["accounting"] == ACCOUNTING[1], base_rate + optics_rate, base_rate)
+    # the model's rate per device-hour without the network's classes, and with them
+    net_rate = first["interruptions_per_hour_network"].values / d["devices"]
+    base_rate = first["interruptions_per_hour"].values / d["devices"] - net_rate
+    rate = np.where(d["accounting"] == ACCOUNTING[1], base_rate + net_rate, base_rate)
     fields["datacenter.interruptions_per_device_hour"] = rate
     ds = evaluate_grid(sc, fields, {"accounting": d["accounting"],
                                     "optics_failures_per_hour": first["network_fit"].values * 1e-9})
@@ -75,7 +77,7 @@ def summary(ds: xr.Dataset, f: dict) -> str:
     p = f[(ACCOUNTING[1], "pluggable")]
     c = f[(ACCOUNTING[1], "cpo")]
     a = f[(ACCOUNTING[0], "pluggable")]
-    lines += ["", f"Counting optics failures moves the pluggable optimum from {a['best_devices']:,} to "
+    lines += ["", f"Counting network (optics) failures moves the pluggable optimum from {a['best_devices']:,} to "
               f"{p['best_devices']:,} devices; with CPO (lower FIT) it is {c['best_devices']:,} (device counts "
               "are 128 x powers of two, the data-parallel degrees that divide the 2,048-sequence "
               "batch, so the optimum is resolved to a factor of two)."]
@@ -90,7 +92,7 @@ def figures(ds: xr.Dataset) -> dict:
     for k, ((acct, o), r) in enumerate(f.items()):
         if acct == ACCOUNTING[0] and o != OPTICS[0]:
             continue            # without optics failures the technologies coincide
-        name = f"{o}, {acct}" if acct == ACCOUNTING[1] else "any optics, accelerator failures only"
+        name = f"{o}, {acct}" if acct == ACCOUNTING[1] else "any optics, all classes but the network"
         col = fg.PALETTE[OPTICS.index(o)] if acct == ACCOUNTING[1] else "#555555"
         hollow = acct == ACCOUNTING[0]
         text = [f"{name}<br>{n:,} accelerators<br>goodput {fg.fmt(g * 100, '%')}<br>"
@@ -103,7 +105,7 @@ def figures(ds: xr.Dataset) -> dict:
     pt.marks = [(x, y, "optimum" if i == 0 else "") for i, (x, y, _) in enumerate(pt.marks)]
     return {"scale-and-reliability": fg.Figure(
         TITLE, "Llama 3 405B, 15.6 T tokens, H100 (tp 8, pp 16), 900 s restarts; stars: "
-        "time-optimal size with optics failures counted", [pg, pt])}
+        "time-optimal size with network failures counted", [pg, pt])}
 
 
 if __name__ == "__main__":

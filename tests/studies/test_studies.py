@@ -92,9 +92,9 @@ def test_scale_and_reliability(runs):
     for (acct, o), q in f.items():
         assert q["goodput_monotone"], (acct, o)
         assert f"| {acct} | {o} | {q['best_devices']:,} | {num(q['best_days'])} |" in text
-    # optics failures cost goodput, pluggables (higher FIT) more than CPO, at every cluster size
-    a, p, c = (f[("accelerators only", "pluggable")], f[("accelerators + optics FIT", "pluggable")],
-               f[("accelerators + optics FIT", "cpo")])
+    # network failures cost goodput, pluggables (higher FIT) more than CPO, at every cluster size
+    a, p, c = (f[("all but the network", "pluggable")], f[("all incl. network (BOM)", "pluggable")],
+               f[("all incl. network (BOM)", "cpo")])
     n = min(len(p["goodput"]), len(c["goodput"]))
     assert np.all(p["goodput"][:n] <= c["goodput"][:n]) and np.all(c["goodput"][:n] <= a["goodput"][:n])
     # more failures never move the time-optimal cluster size up
