@@ -74,12 +74,15 @@ class Placement:
         """Per-rank bandwidth of a group on the packet-switched families (and OCS circuits)."""
         stride = np.asarray(stride, dtype=float)
         span_devices = np.minimum(stride * n, self.devices)
-        in_leaf = span_devices * self.nics <= self.leaf_down
+        # a device's NICs go to separate planes (one leaf each, as DGX SuperPOD rails), so a leaf
+        # holds leaf_down devices whatever their NIC count (NICs shared by several devices: more)
+        ports = span_devices * np.minimum(self.nics, 1.0)
+        in_leaf = ports <= self.leaf_down
         same_rail = (stride >= self.domain) & (np.mod(stride, self.domain) == 0)
         rail_local = same_rail & (np.ceil(span_devices / self.domain) <= self.leaf_down)
         ft = np.where(in_leaf, self.bw, self.bw / self.o)
         rail = np.where(in_leaf | rail_local, self.bw, self.bw / self.o)
-        df = np.where(span_devices * self.nics <= self.df_group, self.bw, self.bw * self.df_factor)
+        df = np.where(ports <= self.df_group, self.bw, self.bw * self.df_factor)
         ocs = self.reconf_pp_bw if p2p else self.reconf_dp_bw
         f = self.f
         return np.select([f == FAT_TREE, f == RAIL, f == DRAGONFLY, f == OCS_RECONF], [ft, rail, df, ocs],

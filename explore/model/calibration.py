@@ -36,6 +36,10 @@ class Calibration:
     """Fraction of a scale-up link's nominal per-direction bandwidth that collectives reach (bus bandwidth)."""
     scale_out_link_efficiency: float = 1.0
     """Fraction of a NIC's nominal per-direction bandwidth that inter-domain collectives reach."""
+    overlap_slowdown: float = 0.189
+    """Slowdown of compute while a collective runs under it (SM and HBM contention), per second
+    of overlapped communication (explore.model.overlap). Cited range 0-0.40, mean 0.189:
+    arXiv:2507.03114 (2025), A100/H100/MI250/MI210 measurements."""
     flash_attention_efficiency: float = 0.2726
     """Attention-core FLOP rate of a fused (flash) attention kernel relative to GEMM efficiency.
     Fitted only by the H100 runs (the A100 runs used unfused attention); it also absorbs whatever

@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from explore.model import calibration as cal
+from explore.model import overlap
 from explore.model.plan import ParallelPlan
 from explore.model.system import SystemSpec
 from explore.model.workload import (ModelSpec, activation_bytes_per_layer,
@@ -117,33 +118,42 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     tp_collective = np.where(sp, 2 * fab.all_gather(tp_bytes, 1.0, t) + 2 * fab.reduce_scatter(tp_bytes, 1.0, t),
                              2 * fab.all_reduce(tp_bytes, 1.0, t))
     tp_collective = np.where(t > 1, tp_collective, 0.0)
-    # with TP overlap the collectives are pipelined with the GEMMs they feed (forward: the layer's
-    # GEMMs; backward: the data- and weight-gradient GEMMs, twice as long): only the excess is exposed
-    tp_exposed = np.where(plan.overlap_tp_comm, np.maximum(tp_collective - t_gemm, 0.0), tp_collective)
-    tp_exposed_bwd = np.where(plan.overlap_tp_comm, np.maximum(tp_collective - 2.0 * t_gemm, 0.0),
-                              tp_collective)
+    kappa = c.overlap_slowdown
 
-    fwd_compute = t_gemm + t_attn + t_mem + t_softmax
+    # --- one layer's wall time (forward, backward, recompute) with its TP collectives: exposed,
+    # or with TP overlap pipelined with the GEMMs they feed (forward: the layer's GEMMs; backward:
+    # data- and weight-gradient GEMMs, twice as long) at the overlap slowdown (explore.model.overlap)
+    other_fwd = t_attn + t_mem + t_softmax
+    fwd_compute = t_gemm + other_fwd
     bwd_compute = 2.0 * fwd_compute
+    ov_tp = plan.overlap_tp_comm
+    fwd_wall = np.where(ov_tp, overlap.hide(t_gemm, tp_collective, kappa) + other_fwd,
+                        fwd_compute + tp_collective)
+    bwd_wall = np.where(ov_tp, overlap.hide(2.0 * t_gemm, tp_collective, kappa) + 2.0 * other_fwd,
+                        bwd_compute + tp_collective)
     rc_full = plan.recompute == 2
     rc_sel = plan.recompute == 1
     rc_compute = np.where(rc_full, fwd_compute, np.where(rc_sel, t_attn + t_softmax, 0.0))
-    rc_comm = np.where(rc_full, tp_exposed, 0.0)
-    layer_compute = fwd_compute + bwd_compute + rc_compute
-    layer_comm = tp_exposed + tp_exposed_bwd + rc_comm
+    rc_wall = np.where(rc_full, fwd_wall, rc_compute)
 
     # --- output layer (last stage): logits GEMM, cross-entropy; embedding lookup is negligible
     logit_flops = logits_flops_per_token(m) * tokens_mb / t
-    head_compute = (3.0 * logit_flops / (peak * c.gemm_efficiency) + 3 * c.gemm_overhead_s
-                    + cal.LOGITS_BYTES_PER_ELEMENT * tokens_mb * m.vocab / t / hbm)
+    head_fwd = (logit_flops / (peak * c.gemm_efficiency) + c.gemm_overhead_s
+                + 0.5 * cal.LOGITS_BYTES_PER_ELEMENT * tokens_mb * m.vocab / t / hbm)
+    head_bwd = (2.0 * logit_flops / (peak * c.gemm_efficiency) + 2 * c.gemm_overhead_s
+                + 0.5 * cal.LOGITS_BYTES_PER_ELEMENT * tokens_mb * m.vocab / t / hbm)
 
+    # --- 1F1B steady state: each slot is one forward and one backward of the slowest stage;
+    # forward and backward are bounded separately (the fullest stage or the last stage + head)
     n_full, n_last = stage_layers(m, plan)
-    stage_full = n_full * (layer_compute + layer_comm)
-    stage_last = n_last * (layer_compute + layer_comm) + head_compute
-    slow_is_last = stage_last > stage_full
-    t_stage = np.maximum(stage_full, stage_last)
-    compute_stage = np.where(slow_is_last, n_last * layer_compute + head_compute, n_full * layer_compute)
-    comm_stage = np.where(slow_is_last, n_last, n_full) * layer_comm
+    t_fwd_stage = np.maximum(n_full * fwd_wall, n_last * fwd_wall + head_fwd)
+    t_bwd_stage = np.maximum(n_full * (bwd_wall + rc_wall), n_last * (bwd_wall + rc_wall) + head_bwd)
+    t_stage = t_fwd_stage + t_bwd_stage
+    last_fwd = n_full * fwd_wall < n_last * fwd_wall + head_fwd
+    last_bwd = n_full * (bwd_wall + rc_wall) < n_last * (bwd_wall + rc_wall) + head_bwd
+    compute_stage = (np.where(last_fwd, n_last * fwd_compute + head_fwd, n_full * fwd_compute)
+                     + np.where(last_bwd, n_last * (bwd_compute + rc_compute) + head_bwd,
+                                n_full * (bwd_compute + rc_compute)))
 
     mb = plan.microbatches
     p, v = plan.pp, plan.virtual_stages
@@ -176,20 +186,33 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     z3 = (zero == 3) & (dp > 1)
     t_z3 = np.where(z3, 2.0 * mb * fab.all_gather(params_dev * 2.0, dp_stride, dp), 0.0)
     t_ag = np.where(z3, 0.0, t_ag)
-    # overlap windows: the wall time of the last microbatch's backward (incl. recompute and exposed
-    # TP collectives) and of the first microbatch's forward; both are part of pipe_steady, so a
-    # faster fabric never lengthens the step
-    last_bwd = n_full * (bwd_compute + rc_compute + tp_exposed_bwd + rc_comm)
-    first_fwd = n_full * (fwd_compute + tp_exposed)
-    dp_exposed = (np.where(plan.overlap_grad_reduce, np.maximum(t_rs - last_bwd, 0.0), t_rs)
-                  + np.where(plan.overlap_param_gather, np.maximum(t_ag - first_fwd, 0.0), t_ag))
-    z3_exposed = np.where(plan.overlap_param_gather, np.maximum(t_z3 - pipe_steady, 0.0), t_z3)
+
+    # --- the step as scheduled streams on the data-parallel link (explore.model.overlap): the
+    # gradient reduction can only run under the last backward slot, the parameter gather under the
+    # first forward slot, ZeRO-3 gathers under the whole pipeline; the link serialises them
+    compute_wall = pipe_steady + bubble + t_p2p
+    before_rs = compute_wall - t_bwd_stage        # everything up to the last backward slot
+    ov_rs, ov_ag = plan.overlap_grad_reduce, plan.overlap_param_gather
+    zeros = np.zeros_like(compute_wall)
+    serial = np.where(ov_rs, 0.0, t_rs) + np.where(ov_ag, 0.0, t_ag) + np.where(ov_ag, 0.0, t_z3)
+    streams = [(np.where(ov_rs, t_rs, 0.0), before_rs),
+               (np.where(ov_ag, t_ag, 0.0), zeros),
+               (np.where(ov_ag, t_z3, 0.0), zeros)]
+    wall, exposed_ov = overlap.nested(compute_wall, streams, kappa)
+    dp_serial = np.where(ov_rs, 0.0, t_rs) + np.where(ov_ag, 0.0, t_ag)
+    z3_serial = np.where(ov_ag, 0.0, t_z3)
+    ov_total = streams[0][0] + streams[1][0] + streams[2][0]
+    z3_share = np.where(ov_total > 0, streams[2][0] / np.where(ov_total > 0, ov_total, 1.0), 0.0)
+    overlap_cost = wall - compute_wall           # exposed + slowdown of the overlapped streams
+    dp_exposed = dp_serial + (1.0 - z3_share) * overlap_cost
+    z3_exposed = z3_serial + z3_share * overlap_cost
+    del serial, exposed_ov
 
     # --- optimizer step (memory-bound), states sharded by ZeRO >= 1
     opt_params = params_dev / np.where(zero >= 1, dp, 1.0)
     t_opt = cal.OPTIMIZER_BYTES_PER_PARAM * opt_params / hbm
 
-    step = pipe_steady + bubble + t_p2p + dp_exposed + z3_exposed + t_opt
+    step = wall + dp_serial + z3_serial + t_opt
 
     # --- memory per device (bytes)
     act_layer = activation_bytes_per_layer(m, b, t, sp, plan.recompute, flash)
@@ -224,7 +247,7 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
         "hw_flops_per_device": mb * (m.layers / p) * hw_flops_layer + mb * 3 * logit_flops / p,
         "busy_time_s": busy,
         "time_s_compute": mb * compute_stage,
-        "time_s_tp_comm": mb * comm_stage,
+        "time_s_tp_comm": mb * (t_stage - compute_stage),
         "time_s_pp_bubble": bubble,
         "time_s_pp_p2p": t_p2p,
         "time_s_dp_comm": dp_exposed,
