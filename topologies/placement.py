@@ -80,8 +80,14 @@ class Placement:
         in_leaf = ports <= self.leaf_down
         same_rail = (stride >= self.domain) & (np.mod(stride, self.domain) == 0)
         rail_local = same_rail & (np.ceil(span_devices / self.domain) <= self.leaf_down)
-        ft = np.where(in_leaf, self.bw, self.bw / self.o)
-        rail = np.where(in_leaf | rail_local, self.bw, self.bw / self.o)
+        # a ring that leaves a leaf uses one uplink out and one in per leaf it visits: with k of its
+        # ranks under each leaf, the leaf's rings need 1/k of its down-link rate upward, which the
+        # uplinks (1/o of it) carry at min(1, k/o) of the full rate (topology-aware NCCL rings)
+        leaf_devices = self.leaf_down / np.minimum(self.nics, 1.0)
+        per_leaf = np.clip(leaf_devices / stride, 1.0, np.maximum(n, 1.0))
+        cross = self.bw * np.minimum(1.0, per_leaf / self.o)
+        ft = np.where(in_leaf, self.bw, cross)
+        rail = np.where(in_leaf | rail_local, self.bw, cross)
         df = np.where(ports <= self.df_group, self.bw, self.bw * self.df_factor)
         ocs = self.reconf_pp_bw if p2p else self.reconf_dp_bw
         f = self.f

@@ -47,17 +47,21 @@ def hide(window, comm, slowdown):
     return np.maximum(window, comm) + slowdown * np.minimum(window, comm)
 
 
-def nested(compute, streams, slowdown):
+def nested(compute, streams, slowdown, bounds=()):
     """Wall time of ``compute`` (s) with ``streams``, a list of (comm, before) pairs on one link.
 
     A stream can only start after ``before`` seconds of the compute (its window is the
     remaining ``compute - before``; ``before`` must be a sum of non-negative terms of
     ``compute`` so both are monotone); streams on the same link serialise.
+    ``bounds`` are further lower bounds on the wall time (e.g. compute + the last bucket,
+    which can only start when the compute has ended); each must be monotone too.
     Returns (wall time, exposed communication time T_core - C >= 0)."""
     compute = np.asarray(compute, dtype=float)
     total = sum((np.asarray(c, dtype=float) for c, _ in streams), np.zeros_like(compute))
     core = np.maximum(compute, total)
     for comm, before in streams:
         core = np.maximum(core, before + comm)
+    for b in bounds:
+        core = np.maximum(core, b)
     wall = (1.0 - slowdown) * core + slowdown * (compute + total)
     return wall, core - compute

@@ -31,6 +31,7 @@ class ParallelPlan:
     overlap_tp_comm: np.ndarray
     grad_reduce_bytes: np.ndarray
     global_batch: np.ndarray
+    grad_bucket_params: np.ndarray   # parameters per DP gradient bucket (inf: one bucket)
 
     @classmethod
     def from_resolved(cls, r) -> "ParallelPlan":
@@ -53,7 +54,8 @@ class ParallelPlan:
                   overlap_param_gather=np.asarray(v["parallelism.overlap_param_gather"], bool),
                   overlap_tp_comm=np.asarray(v["parallelism.overlap_tp_comm"], bool),
                   grad_reduce_bytes=v["parallelism.grad_reduce_bytes"].astype(float),
-                  global_batch=v["training.global_batch"].astype(float))
+                  global_batch=v["training.global_batch"].astype(float),
+                  grad_bucket_params=bucket_params(v, dp))
         return cls(**{k: np.broadcast_to(a, (n,)) for k, a in kw.items()})
 
     @property
@@ -68,6 +70,21 @@ class ParallelPlan:
     @property
     def sp_active(self):
         return self.sequence_parallel & (self.tp > 1)
+
+
+MCORE_BUCKET_MIN_PARAMS = 4e7
+MCORE_BUCKET_PARAMS_PER_DP_RANK = 1e6
+
+
+def bucket_params(v, dp):
+    """Parameters per DP gradient bucket: the scenario's, else Megatron-Core's default
+    max(4e7, 1e6 dp) with overlapped gradient reduction and one bucket without
+    (megatron/core/distributed/distributed_data_parallel.py, DistributedDataParallelConfig.bucket_size)."""
+    given = v.get("parallelism.grad_bucket_params")
+    if given is not None:
+        return np.asarray(given, dtype=float)
+    mcore = np.maximum(MCORE_BUCKET_MIN_PARAMS, MCORE_BUCKET_PARAMS_PER_DP_RANK * dp)
+    return np.where(np.asarray(v["parallelism.overlap_grad_reduce"], bool), mcore, np.inf)
 
 
 def bubble_fraction(plan: ParallelPlan):

@@ -32,54 +32,9 @@ from explore.model.workload import (ModelSpec, activation_bytes_per_layer,
                               layer_attention_flops_per_token,
                               layer_gemm_flops_per_token, layer_params, logits_flops_per_token,
                               mlp_inner_width)
-from topologies import collectives as coll
-from topologies.placement import Placement, group_span
+from explore.model.fabric import Fabric  # noqa: F401  (re-exported: explore.model.step.Fabric)
 
 ACT_BYTES = 2.0  # 16-bit activations exchanged between ranks
-
-
-class Fabric:
-    """Effective per-device bandwidths a collective sees (link efficiency and oversubscription).
-
-    Every group is split into its scale-up part (ring inside the domain) and its
-    scale-out part, which ``topologies.placement.Placement`` puts on the design's
-    network family (contention from oversubscription, rails, dragonfly global
-    links, torus rings shared by interleaved groups, circuits that follow the plan).
-    """
-
-    def __init__(self, s: SystemSpec, c: cal.Calibration):
-        if s.network is None:
-            raise ValueError("SystemSpec.network is None: every system has a scale-out network "
-                             "(explore.model.system.build_system sets it)")
-        self.su_bw = s.su_bandwidth_bps * c.link_efficiency
-        self.su_lat = s.su_latency_s
-        self.domain = s.su_size
-        self.place = Placement(s.network, s.su_size, s.so_bandwidth_bps, s.so_latency_s,
-                               s.nics_per_device, s.nic_bandwidth_bps, c.scale_out_link_efficiency,
-                               s.oversubscription, s.switch_radix, s.devices)
-
-    def all_reduce(self, size_bytes, stride, n):
-        inner, outer = group_span(stride, n, self.domain)
-        t_in = coll.ring_reduce_scatter_s(size_bytes, inner, self.su_bw, self.su_lat)
-        shard = np.asarray(size_bytes) / inner
-        return 2 * t_in + self.place.outer_all_reduce(shard, stride, outer) + self.place.reconfiguration_stall(outer)
-
-    def _reduce_scatter(self, size_bytes, stride, n):
-        inner, outer = group_span(stride, n, self.domain)
-        t_in = coll.ring_reduce_scatter_s(size_bytes, inner, self.su_bw, self.su_lat)
-        return t_in + self.place.outer_reduce_scatter(np.asarray(size_bytes) / inner, stride, outer), outer
-
-    def reduce_scatter(self, size_bytes, stride, n):
-        t, outer = self._reduce_scatter(size_bytes, stride, n)
-        return t + self.place.reconfiguration_stall(outer)
-
-    def all_gather(self, size_bytes, stride, n):
-        return self._reduce_scatter(size_bytes, stride, n)[0]
-
-    def p2p(self, size_bytes, stride):
-        cross = stride >= self.domain
-        return np.where(cross, self.place.p2p(size_bytes, stride),
-                        coll.p2p_s(size_bytes, self.su_bw, self.su_lat))
 
 
 def stage_layers(m: ModelSpec, plan: ParallelPlan):
@@ -171,42 +126,50 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     params_full = n_full * layer_params(m) / t + emb / t + np.where((p == 1) & untied, emb / t, 0.0)
     params_last = n_last * layer_params(m) / t + emb / t  # output layer (a tied copy, too)
 
-    # --- data parallel
+    # --- data parallel: gradient reduction in buckets (ZeRO 0/1: once per step; ZeRO-2: per
+    # microbatch; ZeRO-3: per layer and microbatch) and parameter gathers (ZeRO 1/2: once per
+    # step, in buckets; ZeRO-3: per layer, for every microbatch's forward and backward)
     dp = plan.dp
     dp_stride = t * plan.cp
     params_dev = np.maximum(params_full, params_last)
     grad_bytes = params_dev * plan.grad_reduce_bytes
     zero = plan.zero
-    t_rs = np.where(zero >= 1, fab.reduce_scatter(grad_bytes, dp_stride, dp),
-                    fab.all_reduce(grad_bytes, dp_stride, dp))
-    t_ag = np.where(zero >= 1, fab.all_gather(params_dev * 2.0, dp_stride, dp), 0.0)
-    t_rs = np.where(dp > 1, t_rs, 0.0)
-    t_ag = np.where(dp > 1, t_ag, 0.0)
-    # ZeRO-3: parameters gathered for each microbatch's forward and backward
-    z3 = (zero == 3) & (dp > 1)
-    t_z3 = np.where(z3, 2.0 * mb * fab.all_gather(params_dev * 2.0, dp_stride, dp), 0.0)
-    t_ag = np.where(z3, 0.0, t_ag)
+    on = dp > 1
+    buckets = np.ceil(params_dev / plan.grad_bucket_params)
+    z3 = (zero == 3) & on
+    rs_calls = np.where(zero == 3, n_full, buckets)
+    rs_once = np.where(zero >= 1, fab.reduce_scatter(grad_bytes, dp_stride, dp, rs_calls),
+                       fab.all_reduce(grad_bytes, dp_stride, dp, rs_calls))
+    rs_times = np.where(zero >= 2, mb, 1.0)
+    t_rs = np.where(on, rs_times * rs_once, 0.0)
+    rs_last = np.where(on, rs_once / rs_calls, 0.0)            # the last bucket: after the compute
+    t_ag = np.where(on & (zero >= 1) & (zero <= 2), fab.all_gather(params_dev * 2.0, dp_stride, dp, buckets), 0.0)
+    z3_layer = fab.all_gather(params_dev * 2.0 / n_full, dp_stride, dp)
+    t_z3 = np.where(z3, 2.0 * mb * n_full * z3_layer, 0.0)
+    stall = np.where(on, fab.reconfiguration_stall(dp_stride, dp), 0.0)
 
     # --- the step as scheduled streams on the data-parallel link (explore.model.overlap): the
-    # gradient reduction can only run under the last backward slot, the parameter gather under the
-    # first forward slot, ZeRO-3 gathers under the whole pipeline; the link serialises them
+    # gradient reduction runs under the last backward slot (ZeRO-2/3: under every backward slot),
+    # the parameter gather under the first forward slot, ZeRO-3 gathers under the whole pipeline
+    # (prefetched one layer ahead: each microbatch's first gather is exposed); the link
+    # serialises them and the last gradient bucket starts when the compute ends
     compute_wall = pipe_steady + bubble + t_p2p
-    before_rs = compute_wall - t_bwd_stage        # everything up to the last backward slot
+    before_rs = compute_wall - np.where(zero >= 2, mb, 1.0) * t_bwd_stage
     ov_rs, ov_ag = plan.overlap_grad_reduce, plan.overlap_param_gather
-    zeros = np.zeros_like(compute_wall)
-    serial = np.where(ov_rs, 0.0, t_rs) + np.where(ov_ag, 0.0, t_ag) + np.where(ov_ag, 0.0, t_z3)
-    streams = [(np.where(ov_rs, t_rs, 0.0), before_rs),
-               (np.where(ov_ag, t_ag, 0.0), zeros),
-               (np.where(ov_ag, t_z3, 0.0), zeros)]
-    wall, exposed_ov = overlap.nested(compute_wall, streams, kappa)
-    dp_serial = np.where(ov_rs, 0.0, t_rs) + np.where(ov_ag, 0.0, t_ag)
+    s_rs = np.where(ov_rs, t_rs, 0.0)
+    s_ag = np.where(ov_ag, t_ag, 0.0)
+    s_z3 = np.where(ov_ag, t_z3, 0.0)
+    streams = [(s_rs, before_rs), (s_ag, compute_wall - t_fwd_stage), (s_z3, np.zeros_like(compute_wall))]
+    bounds = [compute_wall + np.where(ov_rs, rs_last, 0.0),
+              compute_wall + np.where(ov_ag & z3, mb * z3_layer, 0.0)]
+    wall, _ = overlap.nested(compute_wall, streams, kappa, bounds)
+    dp_serial = np.where(ov_rs, 0.0, t_rs) + np.where(ov_ag, 0.0, t_ag) + stall
     z3_serial = np.where(ov_ag, 0.0, t_z3)
-    ov_total = streams[0][0] + streams[1][0] + streams[2][0]
-    z3_share = np.where(ov_total > 0, streams[2][0] / np.where(ov_total > 0, ov_total, 1.0), 0.0)
+    ov_total = s_rs + s_ag + s_z3
+    z3_share = np.where(ov_total > 0, s_z3 / np.where(ov_total > 0, ov_total, 1.0), 0.0)
     overlap_cost = wall - compute_wall           # exposed + slowdown of the overlapped streams
     dp_exposed = dp_serial + (1.0 - z3_share) * overlap_cost
     z3_exposed = z3_serial + z3_share * overlap_cost
-    del serial, exposed_ov
 
     # --- optimizer step (memory-bound), states sharded by ZeRO >= 1
     opt_params = params_dev / np.where(zero >= 1, dp, 1.0)
