@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from explore.model import calibration as cal
-from explore.model import overlap
+from explore.model import memory, overlap
 from explore.model.plan import ParallelPlan
 from explore.model.system import SystemSpec
 from explore.model.workload import (ModelSpec, activation_bytes_per_layer,
@@ -177,27 +177,11 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
 
     step = wall + dp_serial + z3_serial + t_opt
 
-    # --- memory per device (bytes)
+    # --- memory per device (bytes): peak over the first, a full middle and the last stage
     act_layer = activation_bytes_per_layer(m, b, t, sp, plan.recompute, flash)
-    in_flight_full = np.minimum(p * (1 + (p - 1) / (p * v)), np.maximum(mb, 1))
-    mem_act_first = act_layer * n_full * in_flight_full
-    mem_act_last = act_layer * n_last + 4.0 * tokens_mb * m.vocab / t  # fp32 logits
-    w_b = 2.0
-    g_b = 4.0
-    o_b = 12.0
-
-    def state_bytes(params):
-        w = params * w_b / np.where(zero >= 3, dp, 1.0)
-        g = params * g_b / np.where(zero >= 2, dp, 1.0)
-        o = params * o_b / np.where(zero >= 1, dp, 1.0)
-        return w, g, o
-
-    wf, gf, of = state_bytes(params_full)
-    wl, gl, ol = state_bytes(params_last)
-    mem_first = wf + gf + of + mem_act_first + np.where(p == 1, 4.0 * tokens_mb * m.vocab / t, 0.0)
-    mem_last = wl + gl + ol + mem_act_last
-    first_peak = mem_first >= mem_last
-    mem = np.maximum(mem_first, mem_last) + cal.MEMORY_RESERVED_BYTES
+    mem_parts = memory.peak_memory(act_layer, layer_params(m) / t, emb / t, 4.0 * tokens_mb * m.vocab / t,
+                                   m.layers, p, v, mb, zero, dp, untied)
+    mem = mem_parts["total"]
 
     # --- FLOPs actually executed per device per step (hardware FLOPs, incl. recompute)
     rc_flops = np.where(rc_full, gemm_flops + attn_flops, np.where(rc_sel, attn_flops, 0.0))
@@ -217,9 +201,9 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
         "time_s_zero3_comm": z3_exposed,
         "time_s_optimizer": t_opt,
         "memory_per_device_bytes": mem,
-        "memory_bytes_weights": np.where(first_peak, wf, wl),
-        "memory_bytes_gradients": np.where(first_peak, gf, gl),
-        "memory_bytes_optimizer": np.where(first_peak, of, ol),
-        "memory_bytes_activations": np.where(first_peak, mem_first - wf - gf - of, mem_act_last),
+        "memory_bytes_weights": mem_parts["weights"],
+        "memory_bytes_gradients": mem_parts["gradients"],
+        "memory_bytes_optimizer": mem_parts["optimizer"],
+        "memory_bytes_activations": mem_parts["activations"],
         "bytes_scale_out_per_device": grad_bytes * 2 + np.where(p > 1, 2 * v * mb * p2p_bytes, 0.0),
     }

@@ -49,3 +49,13 @@ def test_mfu_of_korthikanti_runs_matches_published():
             sc = load_scenario(V.SCENARIO_DIR / f"{row['run_id']}.toml")
             mfu = float(evaluate(sc)["mfu"][0])
             assert mfu == pytest.approx(float(row["mfu_pct"]) / 100, rel=0.12), row["run_id"]
+
+
+@pytest.mark.parametrize("run_id", [c[0] for c in CASES])
+def test_every_published_run_is_valid_and_fits_memory(run_id):
+    """Each published run ran on its GPUs, so its published plan must be valid and fit."""
+    from explore.evaluate import evaluate
+    sc = dict((c[0], c[1]) for c in CASES)[run_id]
+    ds = evaluate(sc)
+    assert bool(ds["valid"][0]), f"{run_id}: {ds['reason'].values[0]}"
+    assert float(ds["memory_per_device_bytes"][0]) <= 80e9
