@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from explore.model import calibration as cal
-from explore.model import memory, overlap
+from explore.model import gemm, memory, overlap
 from explore.model.plan import ParallelPlan
 from explore.model.system import SystemSpec
 from explore.model.workload import (ModelSpec, activation_bytes_per_layer,
@@ -59,8 +59,11 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     # --- per layer, per microbatch, forward, one device
     gemm_flops = layer_gemm_flops_per_token(m) * tokens_mb / t
     attn_flops = layer_attention_flops_per_token(m) * tokens_mb / t
-    t_gemm = gemm_flops / (peak * c.gemm_efficiency) + 4 * c.gemm_overhead_s
-    t_attn = np.where(flash, attn_flops / (peak * c.gemm_efficiency * c.flash_attention_efficiency),
+    # a fused causal kernel skips the masked half of the score tiles (its executed FLOPs)
+    attn_exec = np.where(flash, layer_attention_flops_per_token(m, causal=True) * tokens_mb / t, attn_flops)
+    shapes = gemm.layer_gemm_shapes(tokens_mb, h, m.heads, m.kv_heads, mlp_inner_width(m), m.gated_mlp, t)
+    t_gemm = gemm.gemm_time_s(shapes, peak, c.gemm_efficiency, hbm) + 4 * c.gemm_overhead_s
+    t_attn = np.where(flash, attn_exec / (peak * c.gemm_efficiency * c.flash_attention_efficiency),
                       attn_flops / (peak * c.gemm_efficiency) + 2 * c.gemm_overhead_s)
     sbh = tokens_mb * h
     f = mlp_inner_width(m)

@@ -107,9 +107,20 @@ def layer_gemm_flops_per_token(m: ModelSpec):
     return 2.0 * (attention_params(m) + mlp_active_params(m))
 
 
-def layer_attention_flops_per_token(m: ModelSpec):
-    """Forward attention-core FLOPs per token and layer: Q K^T and A V, 2 * 2 s h."""
-    return 4.0 * m.seq_len * m.hidden
+CAUSAL_TILE = 128.0
+"""Query/key block edge of fused attention kernels (FlashAttention-2's 128-row blocks)."""
+
+
+def layer_attention_flops_per_token(m: ModelSpec, causal=False):
+    """Forward attention-core FLOPs per token and layer: Q K^T and A V, 2 * 2 s h.
+
+    ``causal=True``: the FLOPs a causal fused kernel executes, which skips score blocks
+    above the diagonal: (1 + B/s)/2 of the full product for B x B blocks (the diagonal
+    blocks are computed whole; Dao 2023, FlashAttention-2, Sec. 3.1.1). MFU keeps the
+    full count (``causal=False``), as Megatron-LM and the published MFU figures do."""
+    full = 4.0 * m.seq_len * m.hidden
+    frac = np.minimum(0.5 * (1.0 + CAUSAL_TILE / m.seq_len), 1.0)
+    return np.where(causal, frac * full, full)
 
 
 def logits_flops_per_token(m: ModelSpec):
