@@ -1,8 +1,9 @@
 """Step time against published training runs (tests/validation/published_runs.csv).
 
 Bounds: issue 2 asked for MAPE <= 5 % and every run within 12 %; with the measured (not fitted)
-link efficiencies and the communication-bound MegaScale group added (issue 10) the fit reaches
-MAPE 6.3 % and 15.1 % at worst, so the asserted bounds are 6.5 % and 16 % (README says where).
+link efficiencies and the communication-bound MegaScale and BLOOM runs added (issue 10) the fit
+reaches MAPE 6.25 % and 15.1 % at worst over 36 runs, so the asserted bounds are 6.5 % and 16 %
+(README says where). MT-NLG (held out, explore.validation.HELD_OUT_GROUPS) is not bounded.
 The calibration constants in explore/model/calibration.py were fitted on this set
 (`python -m explore.validation --fit`); the errors are in-sample.
 """
@@ -17,7 +18,7 @@ CASES = V.load_cases()
 
 def test_every_published_run_has_a_scenario():
     rows = V.load_rows()
-    assert len(rows) == 35
+    assert len(rows) == 39
     assert [c[0] for c in CASES] == [r["run_id"] for r in rows]
 
 
@@ -28,12 +29,16 @@ def test_committed_scenarios_match_the_csv(row):
     assert committed == V.build_scenario(row)
 
 
+CALIB = V.calibration_cases(CASES)
+
+
 @pytest.fixture(scope="module")
 def errors():
-    return dict(zip([c[0] for c in CASES], V.errors(CASES)))
+    """In-sample errors of the calibration set (MT-NLG, held out, is reported but not bounded)."""
+    return dict(zip([c[0] for c in CALIB], V.errors(CALIB)))
 
 
-@pytest.mark.parametrize("run_id", [c[0] for c in CASES])
+@pytest.mark.parametrize("run_id", [c[0] for c in CALIB])
 def test_step_time_within_16_percent(errors, run_id):
     assert abs(errors[run_id]) <= 0.16, f"{run_id}: error {100 * errors[run_id]:.1f} %"
 
