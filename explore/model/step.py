@@ -52,7 +52,7 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     t, b, sq, h = plan.tp, plan.microbatch, m.seq_len, m.hidden
     sp = plan.sp_active
     tokens_mb = b * sq
-    peak = s.peak_flops
+    peak = s.peak_flops * s.matmul_peak_fraction   # measured max achievable matmul rate (catalog)
     hbm = s.hbm_bandwidth_bytes_per_s * c.hbm_efficiency
     fab = Fabric(s, c)
 

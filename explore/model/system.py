@@ -56,6 +56,7 @@ class SystemSpec:
     io_bandwidth_bps: np.ndarray = np.inf        # off-package I/O the package offers, per direction
     accelerator_parts: dict | None = None        # per-component cost and power shares (costs.py)
     network: object | None = None                # topologies.network.NetworkSpec (the step model requires it)
+    matmul_peak_fraction: np.ndarray = 1.0       # measured max achievable matmul FLOP/s / dense peak
 
 
 def accelerator_arrays(r) -> dict[str, np.ndarray]:
@@ -194,6 +195,10 @@ def build_system(r) -> SystemSpec:
     )
     kw.update(_parametric_kw(acc, su_bw))  # issue 3: parametric accelerator
     parts = acc["hw"] if "hw" in acc else None
+    # the catalog part (or the parametric design's base part): measured max achievable matmul rate
+    ids = v.get("system.accelerator")
+    kw["matmul_peak_fraction"] = (lookup("accelerators", ids, "matmul_peak_fraction") if ids is not None
+                                  else lookup("accelerators", np.array(["h100-sxm-80gb"]), "matmul_peak_fraction"))
     return SystemSpec(**{k: np.broadcast_to(np.asarray(a, dtype=float), (n,)) for k, a in kw.items()},
                       accelerator_parts=parts, network=network_spec(r))
 

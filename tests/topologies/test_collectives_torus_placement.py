@@ -39,7 +39,7 @@ def test_oversubscription_slows_cross_leaf_groups_but_never_speeds_up():
     per leaf it visits: a 4:1 leaf still carries them at full rate, a 16:1 leaf does not."""
     ds = _eval(oversubscription=[1.0, 2.0, 4.0, 16.0])
     dp = ds.time_s_dp_comm.values
-    assert dp[0] <= dp[1] <= dp[2] <= dp[3] and dp[3] > dp[0]
+    assert np.all(np.diff(dp) >= -1e-12 * dp[:-1]) and dp[3] > dp[0]
     assert (ds.capex_usd_switches.values[1:] < ds.capex_usd_switches.values[0]).all()
 
 
