@@ -55,6 +55,7 @@ class Placement:
         self.active_dims = sum((np.asarray(d) > 1).astype(float) for d in self.dims)
         # families are integer codes: work that only one family needs runs only if a design has it
         self.any_torus = bool(np.any(self.is_torus()))
+        self.families = {int(x) for x in np.unique(self.f)}
         # ocs-reconfigurable: ports of a node split over the plan's traffic classes
         if np.any(self.f == OCS_RECONF):
             ports = np.round(self.domain * self.nics)
@@ -86,11 +87,14 @@ class Placement:
         leaf_devices = self.leaf_down / np.minimum(self.nics, 1.0)
         per_leaf = np.clip(leaf_devices / stride, 1.0, np.maximum(n, 1.0))
         cross = self.bw * np.minimum(1.0, per_leaf / self.o)
-        ft = np.where(in_leaf, self.bw, cross)
-        rail = np.where(in_leaf | rail_local, self.bw, cross)
-        df = np.where(ports <= self.df_group, self.bw, self.bw * self.df_factor)
-        ocs = self.reconf_pp_bw if p2p else self.reconf_dp_bw
         f = self.f
+        fams = self.families
+        if fams == {FAT_TREE}:                     # the common case: one family, one expression
+            return np.where(in_leaf, self.bw, cross)
+        ft = np.where(in_leaf, self.bw, cross)
+        rail = np.where(in_leaf | rail_local, self.bw, cross) if RAIL in fams else ft
+        df = np.where(ports <= self.df_group, self.bw, self.bw * self.df_factor) if DRAGONFLY in fams else ft
+        ocs = self.reconf_pp_bw if p2p else self.reconf_dp_bw
         return np.select([f == FAT_TREE, f == RAIL, f == DRAGONFLY, f == OCS_RECONF], [ft, rail, df, ocs],
                          self.bw / self.o)
 
