@@ -55,7 +55,7 @@ def pareto_figure(ds: xr.Dataset) -> go.Figure:
         fig = go.Figure(go.Splom(dimensions=dims, text=text, hoverinfo="text", marker=marker,
                                  diagonal_visible=False, showupperhalf=False))
         fig.update_layout(width=None, font=dict(size=11))
-    hv = ds["hypervolume"].values
+    hv = ds["hypervolume"].values if "hypervolume" in ds else []
     sub = f"{ds.sizes['design']} Pareto designs, {ds.attrs.get('evaluations', '?')} evaluations, " \
           f"seed {ds.attrs.get('seed', '?')}, final hypervolume {hv[-1]:.4g}" if len(hv) else ""
     fig.update_layout(title=dict(text=f"{title}<br><sup>{sub}</sup>"), template="plotly_white",

@@ -151,7 +151,8 @@ def _attrs(space, layout: Layout) -> dict:
         "space_name": space.name, "space_fingerprint": space.fingerprint,
         "space_source": space.source_text,
         "space_base": json.dumps(space.base, sort_keys=True, default=str),
-        "objectives": [list(o) for o in space.objectives],
+        "objective_names": [m for m, _ in space.objectives],      # as in search results
+        "objective_senses": [sense for _, sense in space.objectives],
         "sweep_points": layout.points, "sweep_chunk_points": layout.chunk_points,
     }
 
