@@ -21,7 +21,7 @@ import xarray as xr
 from explore.scenario import ScenarioError
 
 CHUNK_DEFAULT = 1 << 17          # points per chunk: ~70 MB of results, ~0.3 GB peak per worker
-BOOKKEEPING = ("sweep_chunk_run", "sweep_chunk_valid")
+BOOKKEEPING = ("sweep_chunk_run", "sweep_chunk_valid", "sweep_chunk_digest")
 SWEEP_KEYS = ("chunk",)
 
 
