@@ -142,8 +142,8 @@ def chunk_digest(values: dict[str, np.ndarray]) -> int:
     return int.from_bytes(h.digest(), "little") & ((1 << 63) - 1)    # fits int64
 
 
-def _data_names(g, dims) -> list[str]:
-    return sorted(k for k, a in g.arrays() if tuple(a.metadata.dimension_names or ()) == dims)
+def _data_names(arrays: dict, dims) -> list[str]:
+    return sorted(k for k, a in arrays.items() if tuple(a.metadata.dimension_names or ()) == dims)
 
 
 def _read_marker(arr, i: int) -> int:
@@ -164,15 +164,14 @@ def _markers(g, n: int) -> np.ndarray:
 
 def verify_chunk(i: int, store: str, layout: Layout, dims: tuple) -> bool:
     """Does chunk ``i`` read back exactly as written (recorded digest and valid count)?"""
-    g = _open_group(store)
-    if g is None:
-        return False
     try:
+        arrays = _arrays(store)
         one = slice(i, i + 1)
-        want = int(np.asarray(g["sweep_chunk_digest"][one])[0])
-        n_valid = int(np.asarray(g["sweep_chunk_valid"][one])[0])
+        want = int(np.asarray(arrays["sweep_chunk_digest"][one])[0])
+        n_valid = int(np.asarray(arrays["sweep_chunk_valid"][one])[0])
         region = layout.region(i)
-        values = {k: np.asarray(g[k][region]) for k in _data_names(g, dims)}
+        names = _data_names(arrays, dims)
+        values = dict(zip(names, _pool().map(lambda k: np.asarray(arrays[k][region]), names)))
     except Exception:          # a damaged or missing file: recompute the chunk
         return False
     return chunk_digest(values) == want and int(np.count_nonzero(values["valid"])) == n_valid
@@ -279,19 +278,23 @@ def _arrays(store: str) -> dict:
     return _ARRAYS[key]
 
 
-def _write(arrays: dict, steps) -> None:
-    """Each step ``(region, {name: value})`` in order; within a step, arrays concurrently
-    (zarr's public synchronous API from a thread pool)."""
+def _pool():
+    """Threads for concurrent reads and writes of many arrays (zarr's synchronous API)."""
     global _POOL
     if _POOL is None:
         from concurrent.futures import ThreadPoolExecutor
-        _POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="zarr-write")
+        _POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="zarr-io")
+    return _POOL
 
+
+def _write(arrays: dict, steps) -> None:
+    """Each step ``(region, {name: value})`` in order; within a step, arrays concurrently
+    (zarr's public synchronous API from a thread pool)."""
     def put(item):
         k, v = item
         arrays[k][region] = v
     for region, values in steps:
-        list(_POOL.map(put, values.items()))
+        list(_pool().map(put, values.items()))
 
 
 @dataclass(frozen=True)
