@@ -33,7 +33,8 @@ def _user_errors(fn, *args, **kw):
 
 
 def _search_run(a) -> int:
-    from explore.search.problem import checkpoint_settings, run_search, settings_for
+    from explore.search.checkpoint import checkpoint_settings
+    from explore.search.problem import run_search, settings_for
     from explore.search.space import load_space
     from explore.search.results import check_outputs
     space = _user_errors(load_space, a.space)

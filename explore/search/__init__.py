@@ -2,15 +2,17 @@
 
 ``space`` (a base scenario plus variables, derived fields, couplings, constraints and
 objectives), ``variables`` and ``expression`` (its parts), ``problem`` (the pymoo
-problem, algorithms, checkpointed runs), ``results`` (archive, hypervolume, NetCDF
-results) and ``plot`` (the Pareto-front figure).
+problem and the run), ``algorithms`` (the pymoo algorithms offered, mixed-integer
+operators), ``checkpoint`` (what a checkpoint holds, resuming), ``results`` (archive,
+hypervolume, NetCDF results, the checkpoint file format) and ``plot`` (the
+Pareto-front figure).
 """
 from __future__ import annotations
 
 import os
 
-from explore.search.problem import (ALGORITHMS, SearchSettings, checkpoint_settings, run_search,
-                                    settings_for)
+from explore.search.checkpoint import checkpoint_settings
+from explore.search.problem import ALGORITHMS, SearchSettings, run_search, settings_for
 from explore.search.results import read_result
 from explore.search.space import Space, SpaceError, load_space
 

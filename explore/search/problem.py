@@ -2,8 +2,8 @@
 
 The decision vector encodes each variable as one column: a choice or an int with
 listed values as its index, an int range as its value, a real as its value (its
-log if ``log``). Integer columns are sampled uniformly and rounded after
-variation (``RoundIntegers``), so the algorithms run unchanged on mixed spaces.
+log if ``log``); ``explore.search.algorithms`` samples and rounds the integer
+columns, so the algorithms run unchanged on mixed spaces.
 ``SpaceProblem._evaluate`` decodes the *whole population* into one batched
 scenario and makes one ``explore.evaluate`` call; infeasible designs are
 constraint violations (``G > 0``), objectives are negated for ``max`` (pymoo
@@ -18,14 +18,12 @@ every evaluated plan enters the Pareto archive.
 """
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import numpy as np
 from pymoo.core.problem import Problem
-from pymoo.core.repair import Repair
-from pymoo.core.sampling import Sampling
 
+from explore.search.algorithms import ALGORITHMS, make_algorithm
 from explore.search.variables import SpaceError
 
 BIG = 1e30       # objective value given to designs with no metric (they are infeasible anyway)
@@ -82,34 +80,6 @@ class Encoding:
             else:
                 out.append(np.log(c.astype(float)) if v.log else c.astype(float))
         return np.column_stack(out) if out else np.zeros((0, 0))
-
-
-class RoundIntegers(Repair):
-    """Round the integer (and index) columns and clip every column to its bounds."""
-
-    def __init__(self, integer: np.ndarray):
-        super().__init__()
-        self.integer = integer
-
-    def _do(self, problem, X, **kwargs):
-        X = np.clip(X, problem.xl, problem.xu)
-        X[:, self.integer] = np.round(X[:, self.integer])
-        return X
-
-
-class MixedSampling(Sampling):
-    """Uniform integers on integer columns, uniform reals on the others."""
-
-    def __init__(self, integer: np.ndarray):
-        super().__init__()
-        self.integer = integer
-
-    def _do(self, problem, n_samples, *args, random_state=None, **kwargs):
-        u = random_state.random((n_samples, problem.n_var))
-        X = problem.xl + u * (problem.xu - problem.xl)
-        span = problem.xu - problem.xl + 1.0
-        X[:, self.integer] = (problem.xl + np.floor(u * span))[:, self.integer]
-        return np.minimum(X, problem.xu)
 
 
 # ----------------------------------------------------------------------------- the problem
@@ -279,7 +249,7 @@ class SpaceProblem(Problem):
         return F3[rows, pick], G3[rows, pick]
 
 
-# ----------------------------------------------------------------------------- algorithms
+# ----------------------------------------------------------------------------- settings
 
 @dataclass(frozen=True)
 class SearchSettings:
@@ -295,102 +265,6 @@ class SearchSettings:
 
 SETTING_KEYS = tuple(SearchSettings.__dataclass_fields__)
 INT64_MAX = 2 ** 63 - 1          # settings are stored as int64 (NetCDF attributes)
-
-
-def _nsga2(pop, n_obj, seed, **kw):
-    from pymoo.algorithms.moo.nsga2 import NSGA2
-    return NSGA2(pop_size=pop, **kw)
-
-
-def _ref_dirs(n_obj, pop, seed):
-    return _energy_dirs(n_obj, pop, seed).copy()
-
-
-@functools.lru_cache(maxsize=8)
-def _energy_dirs(n_obj, pop, seed):
-    """``pop`` reference directions: evenly spaced on the segment for two objectives (the
-    Das-Dennis lattice), Riesz s-energy directions for three or more (seconds to
-    compute: cached per process)."""
-    from pymoo.util.ref_dirs import get_reference_directions
-    if n_obj == 1:
-        return np.ones((1, 1))
-    if n_obj == 2:
-        return get_reference_directions("uniform", 2, n_partitions=max(pop - 1, 1))
-    return get_reference_directions("energy", n_obj, pop, seed=seed)
-
-
-def _pick(a, b, a_val, b_val, coin):
-    """Winner of each pair: the smaller value, else (tie) ``a`` or ``b`` by the coin."""
-    return np.where(a_val < b_val, a, np.where(b_val < a_val, b, np.where(coin, a, b)))
-
-
-def _cv_then_random(pop, P, random_state=None, **kwargs):
-    """NSGA-III binary tournament (Deb & Jain 2014): the smaller constraint violation
-    wins; between feasible designs, or equal violations, a fair coin from the
-    algorithm's seeded generator (pymoo 0.6.2's own comparison draws ties from an
-    unseeded generator, so runs were not reproducible)."""
-    a, b = P[:, 0], P[:, 1]
-    cv = pop.get("CV").ravel()
-    coin = random_state.random(len(P)) < 0.5
-    return _pick(a, b, cv[a], cv[b], coin)[:, None].astype(int)
-
-
-def _rank_then_niche_distance(pop, P, random_state=None, **kwargs):
-    """U-NSGA-III tournament (Seada & Deb 2016): the smaller violation wins; two feasible
-    designs of the same niche compare by rank, then by distance to the niche's
-    reference line; otherwise (and on ties) a coin from the seeded generator."""
-    a, b = P[:, 0], P[:, 1]
-    cv = pop.get("CV").ravel()
-    coin = random_state.random(len(P)) < 0.5
-    infeasible = (cv[a] > 0) | (cv[b] > 0)
-    niche, rank, dist = (np.array([np.nan if x is None else x for x in pop.get(k)], float)
-                         for k in ("niche", "rank", "dist_to_niche"))
-    win = np.where(coin, a, b)
-    same = ~infeasible & (niche[a] == niche[b])
-    by_rank = same & (rank[a] != rank[b])
-    by_dist = same & (rank[a] == rank[b])
-    win = np.where(by_rank, _pick(a, b, rank[a], rank[b], coin), win)
-    win = np.where(by_dist, _pick(a, b, dist[a], dist[b], coin), win)
-    win = np.where(infeasible, _pick(a, b, cv[a], cv[b], coin), win)
-    return win[:, None].astype(int)
-
-
-def _nsga3(pop, n_obj, seed, **kw):
-    from pymoo.algorithms.moo.nsga3 import NSGA3
-    from pymoo.operators.selection.tournament import TournamentSelection
-    return NSGA3(ref_dirs=_ref_dirs(n_obj, pop, seed), pop_size=pop,
-                 selection=TournamentSelection(func_comp=_cv_then_random), **kw)
-
-
-def _unsga3(pop, n_obj, seed, **kw):
-    from pymoo.algorithms.moo.unsga3 import UNSGA3
-    from pymoo.operators.selection.tournament import TournamentSelection
-    return UNSGA3(ref_dirs=_ref_dirs(n_obj, pop, seed), pop_size=pop,
-                  selection=TournamentSelection(func_comp=_rank_then_niche_distance), **kw)
-
-
-def _smsemoa(pop, n_obj, seed, **kw):
-    from pymoo.algorithms.moo.sms import SMSEMOA
-    return SMSEMOA(pop_size=pop, **kw)
-
-
-def _agemoea(pop, n_obj, seed, **kw):
-    from pymoo.algorithms.moo.age import AGEMOEA
-    return AGEMOEA(pop_size=pop, **kw)
-
-
-ALGORITHMS = {"nsga2": _nsga2, "nsga3": _nsga3, "unsga3": _unsga3, "smsemoa": _smsemoa,
-              "agemoea": _agemoea}
-
-
-def make_algorithm(settings: SearchSettings, problem: SpaceProblem):
-    """pymoo algorithm with mixed-integer sampling, SBX/PM variation and rounding repair."""
-    from pymoo.operators.crossover.sbx import SBX
-    from pymoo.operators.mutation.pm import PM
-    integer = problem.encoding.integer
-    kw = dict(sampling=MixedSampling(integer), crossover=SBX(prob=0.9, eta=15),
-              mutation=PM(eta=20), repair=RoundIntegers(integer), eliminate_duplicates=True)
-    return ALGORITHMS[settings.algorithm](settings.pop, problem.n_obj, settings.seed, **kw)
 
 
 def settings_for(space, base: SearchSettings | None = None, **flags) -> SearchSettings:
@@ -447,130 +321,6 @@ def _fresh_state(space, settings: SearchSettings) -> dict:
     return state
 
 
-def _checkpoint_record(state: dict) -> tuple[dict, dict]:
-    """(JSON record, arrays) of a run after a generation: settings, history, the archive
-    and every design evaluated (the cache). The pymoo algorithm itself is not stored:
-    resuming replays its generations from the seed, served from the cache."""
-    problem, hist, algo = state["problem"], state["history"], state["algorithm"]
-    settings = dict(state["settings"].__dict__)
-    settings["reference"] = [float(x) for x in settings["reference"]]
-    archive, arrays = state["archive"].state()
-    ref = hist["reference"]
-    meta = {"fingerprint": state["fingerprint"], "settings": settings,
-            "generation": int(state["generation"]), "n_designs": int(problem.n_designs),
-            "history": {"generation": [int(x) for x in hist["generation"]],
-                        "hypervolume": [float(x) for x in hist["hypervolume"]],
-                        "evaluations": [int(x) for x in hist["evaluations"]],
-                        "front_size": [int(x) for x in hist["front_size"]],
-                        "reference": None if ref is None else [float(x) for x in ref],
-                        "x_names": list(hist["x_names"])},
-            "archive": archive}
-    keys = problem.cache.keys
-    arrays["cache_x"] = (np.ascontiguousarray(keys).view(np.float64).reshape(len(keys), problem.n_var)
-                         if problem.n_var else np.zeros((0, 0)))
-    arrays["cache_f"], arrays["cache_g"] = problem.cache.F, problem.cache.G
-    if algo is not None and algo.pop is not None:
-        arrays["pop_x"] = np.asarray(algo.pop.get("X"), float)
-    return meta, arrays
-
-
-_RECORD = {"fingerprint": str, "settings": dict, "generation": int, "n_designs": int,
-           "history": dict, "archive": dict}
-_HISTORY = ("generation", "hypervolume", "evaluations", "front_size")
-
-
-def read_checkpoint(ckpt) -> tuple[dict, dict]:
-    """A checkpoint's (record, arrays), checked field by field; SpaceError names what is wrong."""
-    from explore.search.results import CheckpointError, load_checkpoint
-    where = f"{ckpt}: cannot resume"
-    try:
-        meta, arrays = load_checkpoint(ckpt)
-    except CheckpointError as e:
-        raise SpaceError(f"{where}: {e}; allowed: a checkpoint written by lightpath search "
-                         f"(or delete it to start again)") from None
-    for key, kind in _RECORD.items():
-        if key not in meta:
-            raise SpaceError(f"{where}: the checkpoint lacks {key!r}")
-        if not isinstance(meta[key], kind) or isinstance(meta[key], bool):
-            raise SpaceError(f"{where}: checkpoint {key!r} is a {type(meta[key]).__name__}; "
-                             f"allowed: a {kind.__name__}")
-    for key in _HISTORY:
-        if not isinstance(meta["history"].get(key), list) or \
-                len(meta["history"][key]) != meta["generation"]:
-            raise SpaceError(f"{where}: checkpoint history.{key} is missing or not one value per "
-                             f"generation ({meta['generation']})")
-    for key in ("cache_x", "cache_f", "cache_g", "archive_F"):
-        if key not in arrays:
-            raise SpaceError(f"{where}: the checkpoint lacks the array {key!r}")
-    return meta, arrays
-
-
-def _settings_of(meta: dict) -> SearchSettings:
-    raw = dict(meta["settings"])
-    if set(raw) - set(SETTING_KEYS):
-        raise ValueError(f"unknown settings {sorted(set(raw) - set(SETTING_KEYS))}")
-    raw["reference"] = tuple(raw.get("reference", ()))
-    return SearchSettings(**raw)
-
-
-def _resume_state(space, settings: SearchSettings, ckpt) -> dict:
-    """The state of the checkpointed run: archive, history and evaluations from the file;
-    the pymoo algorithm (with its random state) by replaying the recorded generations
-    from the seed, every design served from the stored evaluations, and checked
-    against the stored population."""
-    meta, arrays = read_checkpoint(ckpt)
-    where = f"{ckpt}: cannot resume"
-    try:
-        was = _settings_of(meta)
-    except (TypeError, ValueError) as e:
-        raise SpaceError(f"{where}: checkpoint settings are not valid ({e})") from None
-    for key, old, now in (("fingerprint", meta["fingerprint"], space.fingerprint),
-                          ("seed", was.seed, settings.seed), ("pop", was.pop, settings.pop),
-                          ("algorithm", was.algorithm, settings.algorithm),
-                          ("plan", was.plan, settings.plan)):
-        if old != now:
-            raise SpaceError(f"{where}: {key} was {old!r}, now {now!r}; "
-                             f"allowed: the same space file and settings")
-    state = _fresh_state(space, settings)
-    problem, algo = state["problem"], state["algorithm"]
-    from explore.search.results import Archive, CheckpointError
-    try:
-        X, F, G = arrays["cache_x"], arrays["cache_f"], arrays["cache_g"]
-        if X.shape[0] != F.shape[0] or F.shape[0] != G.shape[0] or \
-                (problem.n_var and X.shape[1] != problem.n_var):
-            raise ValueError("stored evaluations have inconsistent shapes")
-        if len(X) and problem.n_var:
-            problem.cache.add(row_keys(X), F.astype(float), G.astype(float))
-        hist = meta["history"]
-        state["history"] = {k: list(hist[k]) for k in _HISTORY} | {
-            "reference": None if hist.get("reference") is None else np.asarray(hist["reference"], float),
-            "x_names": list(hist.get("x_names", state["history"]["x_names"]))}
-        state["archive"] = Archive.from_state(meta["archive"], arrays)
-    except (KeyError, TypeError, ValueError, IndexError, CheckpointError) as e:
-        raise SpaceError(f"{where}: damaged checkpoint ({type(e).__name__}: {e})") from None
-    state["generation"] = meta["generation"]
-    if algo is not None:
-        for _ in range(meta["generation"]):
-            pop = algo.ask()
-            algo.evaluator.eval(problem, pop)
-            algo.tell(infills=pop)
-        if "pop_x" in arrays and not np.array_equal(algo.pop.get("X"), arrays["pop_x"]):
-            raise SpaceError(f"{where}: replaying its {meta['generation']} generations did not "
-                             f"reproduce the stored population (another pymoo version?); "
-                             f"delete the checkpoint to start again")
-    problem.n_designs = meta["n_designs"]
-    problem.last = None
-    return state
-
-
-def checkpoint_settings(ckpt) -> SearchSettings | None:
-    """The settings a checkpointed run was started with (None if unreadable)."""
-    try:
-        return _settings_of(read_checkpoint(ckpt)[0])
-    except (SpaceError, TypeError, ValueError):
-        return None
-
-
 def run_search(space, settings: SearchSettings | None = None, out=None, resume: bool = False,
                progress: bool = False, on_generation=None, time_limit_s: float | None = None):
     """Run (or resume) a search; returns the result Dataset (and writes ``out`` if given).
@@ -583,6 +333,7 @@ def run_search(space, settings: SearchSettings | None = None, out=None, resume: 
     t0 = time.perf_counter()
     from explore.search.results import (checkpoint_path, hypervolume, reference_point,
                                         result_dataset, save_checkpoint, write_result)
+    from explore.search.checkpoint import _checkpoint_record, _resume_state
     settings = settings or settings_for(space)
     ckpt = checkpoint_path(out) if out is not None else None
     if resume and ckpt is not None and ckpt.exists():
