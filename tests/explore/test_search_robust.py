@@ -223,6 +223,7 @@ def test_hypervolume_is_also_reported_normalised_to_the_reference_box():
     unit = (F - ideal) / (ref - ideal)
     assert hvn[-1] == pytest.approx(moocore.hypervolume(unit, ref=np.ones(F.shape[1])), rel=1e-9)
     assert hvn[-1] == pytest.approx(hypervolume(F, ref) / np.prod(ref - ideal), rel=1e-12)
+    assert np.allclose(hvn, hv / np.prod(ref - ideal), rtol=1e-12)    # one box for the history
 
 
 def test_python_api_search_writes_returns_and_resumes(tmp_path):
