@@ -1,5 +1,4 @@
-"""Validation against published training runs (``tests/validation/published_runs.csv``,
-a copy of ``../shared/validation/published_runs.csv``).
+"""Validation against published training runs (``tests/validation/published_runs.csv``).
 
 Each run becomes a scenario file (``tests/validation/scenarios/<run_id>.toml``,
 written by ``python -m explore.validation --write-scenarios``). The target is

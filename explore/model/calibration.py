@@ -1,8 +1,8 @@
 """Named calibration constants of the step-time model.
 
 Each constant is physically meaningful, shared by every design (never one per
-run), and fitted by ``python -m explore.fit`` on the published runs in
-``../shared/validation/published_runs.csv`` (see ``tests/validation``). The
+run), and fitted by ``python -m explore.validation --fit`` on the published runs in
+``tests/validation/published_runs.csv``. The
 fitted values, the fit's method and the error each leaves are recorded here
 and in README.md; ``tests/validation/test_published_runs.py`` asserts the
 error bounds per run.

@@ -9,7 +9,7 @@ switches, NICs and the scale-out network (switches, transceivers, OCS,
 copper cables, fibre; ``topologies.bom``) draw their rated power for the
 whole step. Facility energy = IT energy x PUE. Capex is amortised
 linearly over ``lifetime_years`` (Epoch AI's straight-line depreciation,
-hardware.md sec. 7 [E3]); electricity at ``electricity_usd_per_kwh``.
+docs/reference/hardware.md sec. 7 [E3]); electricity at ``electricity_usd_per_kwh``.
 """
 from __future__ import annotations
 

@@ -94,7 +94,7 @@ def test_cpo_cuts_optics_power_and_cost():
     assert 3.0 < p[0] / p[1] < 4.5
     assert ds.network_transceivers.values[0] == ds.network_transceivers.values[1]
     assert (ds.step_time_s.values == ds.step_time_s.values[0]).all()
-    fit = ds.network_fit.values   # CPO: 10x the resiliency claimed by NVIDIA (hardware.md sec.5 [O3])
+    fit = ds.network_fit.values   # CPO: 10x the resiliency claimed by NVIDIA (docs/reference/hardware.md sec.5 [O3])
     assert fit[1] == pytest.approx(fit[0] / 10, rel=0.01) and fit[2] < fit[0]
 
 
@@ -182,7 +182,7 @@ def test_reconfiguration_that_costs_more_than_it_saves_shows_it():
 def test_validation_tpu_v4_ocs_and_optics_share():
     """Jouppi et al., "TPU v4: An Optically Reconfigurable Supercomputer ...", ISCA 2023: the OCSes
     and underlying optical components are < 5% of system cost and < 3% of system power
-    (hardware.md sec.5 [G3]). The counts (48 OCS, 6,144 transceivers) come from the BOM; prices
+    (docs/reference/hardware.md sec.5 [G3]). The counts (48 OCS, 6,144 transceivers) come from the BOM; prices
     are the catalog's hyperscale estimates (transceiver-400g-cwdm4-bidi, palomar-136)."""
     ds = explore.evaluate(explore.load_scenario(TPU)).isel(design=0)
     assert bool(ds.valid)
@@ -191,13 +191,13 @@ def test_validation_tpu_v4_ocs_and_optics_share():
     optics_power = float(ds.power_w_ocs + ds.power_w_transceivers + ds.power_w_fibre)
     assert optics_cost / float(ds.capex_usd) < 0.05
     assert optics_power / float(ds.power_w) < 0.03
-    # the pod's documented 24 TB/s bisection (Google Cloud TPU v4 docs, hardware.md sec.1 [G1])
+    # the pod's documented 24 TB/s bisection (Google Cloud TPU v4 docs, docs/reference/hardware.md sec.1 [G1])
     assert torus.bisection_bandwidth_bps((16, 16, 16), 375e9) / 8 == pytest.approx(24e12)
 
 
 def test_validation_dgx_h100_rail_optimized_per_gpu_bandwidth():
     """DGX H100 SuperPOD: 8 x ConnectX-7 400 Gb/s per 8-GPU node, one per GPU on its own rail
-    (NVIDIA DGX H100 user guide; hardware.md sec.4 [N3]): 400 Gb/s = 50 GB/s per GPU scale-out,
+    (NVIDIA DGX H100 user guide; docs/reference/hardware.md sec.4 [N3]): 400 Gb/s = 50 GB/s per GPU scale-out,
     3.2 Tb/s per node."""
     sc = base()
     sc["system"].update(accelerator="h100-sxm-80gb", devices=512)
@@ -224,7 +224,7 @@ def test_network_comparison_study_runs():
 
 def test_nvl72_domain_counts_switch_trays():
     """GB200 NVL72: 72 GPUs, NVLink5 7.2 Tb/s per GPU per direction, 9 NVLink switch trays
-    of 144 ports (hardware.md sec.4 [N4][S9])."""
+    of 144 ports (docs/reference/hardware.md sec.4 [N4][S9])."""
     sc = base()
     sc["system"].update(accelerator="b200", devices=1152)
     sc["system"]["scale_up"].update(size=[72, 72], link="nvlink5", switch=["nvlink-switch-tray", "nvlink-switch-tray"])
