@@ -4,6 +4,10 @@ One pure function over whole batches: resolve and validate the scenario once,
 build the three typed inputs (ModelSpec, ParallelPlan, SystemSpec), run the
 step, energy/cost and reliability models as numpy expressions, and attach
 units last (xarray drops attrs in arithmetic).
+
+Invalid designs (``valid == False``) get NaN in every float metric unless
+``keep_invalid=True``, so reductions such as ``ds.time_to_train_s.min()`` need
+no mask. Units parse with ``explore.units.registry()`` (pint).
 """
 from __future__ import annotations
 
@@ -18,22 +22,38 @@ from explore.scenario import Resolved, resolve
 from explore.model.step import step_model
 from explore.model.system import SystemSpec, build_system, hardware_invalid
 from explore.model.workload import ModelSpec, model_flops_per_token, total_params
+from explore.units import input_units
 
 UNITS = {
     "step_time_s": "s", "tokens_per_s": "token/s", "model_flops_per_s_per_device": "FLOP/s",
-    "mfu": "1", "hfu": "1", "memory_per_device_bytes": "B", "fits_memory": "bool",
+    "mfu": "1", "hfu": "1", "memory_per_device_bytes": "B", "fits_memory": None,
     "time_to_train_s": "s", "energy_per_token_j": "J/token", "cost_per_token_usd": "USD/token",
-    "capex_usd": "USD", "power_w": "W", "goodput": "1", "params": "", "microbatches": "",
+    "capex_usd": "USD", "power_w": "W", "goodput": "1", "params": "1", "microbatches": "1",
     "bubble_fraction": "1", "checkpoint_interval_s": "s", "checkpoint_time_s": "s",
     "mtbi_s": "s", "energy_per_step_j": "J", "cost_per_step_usd": "USD",
     "params_per_device": "1", "hw_flops_per_device": "FLOP", "busy_time_s": "s",
     "bytes_scale_out_per_device": "B",
-    "valid": "bool", "reason": "",
+    "valid": None, "reason": None,
     "network_switches": "1", "network_transceivers": "1", "network_ocs": "1", "network_ocs_ports": "1",
     "network_fibres": "1", "network_fibre_m": "m", "network_copper_cables": "1",
     "network_link_budget_margin_db": "dB", "network_laser_power_w_per_lane": "W",
-    "network_reconfig_s_per_step": "s", "network_fit": "FIT (failures per 1e9 h)",
+    "network_reconfig_s_per_step": "s", "network_fit": "FIT",
 }
+LONG_NAMES = {
+    "step_time_s": "time per optimizer step", "tokens_per_s": "training throughput",
+    "model_flops_per_s_per_device": "model FLOP/s per device", "mfu": "model FLOP utilisation",
+    "hfu": "hardware FLOP utilisation", "memory_per_device_bytes": "memory per device",
+    "fits_memory": "fits in accelerator memory", "time_to_train_s": "time to train the token budget",
+    "energy_per_token_j": "energy per trained token", "cost_per_token_usd": "cost per trained token",
+    "capex_usd": "capital expenditure", "power_w": "facility power", "goodput": "goodput fraction",
+    "params": "model parameters", "microbatches": "microbatches per step",
+    "bubble_fraction": "pipeline bubble fraction", "mtbi_s": "mean time between interruptions",
+    "valid": "design is valid", "reason": "why the design is invalid (empty if valid)",
+    "network_fit": "network failure rate (failures per 1e9 h)",
+}
+# a valid design must have these finite and > 0 (else it is marked invalid, never silently kept)
+MUST_BE_POSITIVE = ("step_time_s", "tokens_per_s", "time_to_train_s", "energy_per_token_j",
+                    "cost_per_token_usd", "capex_usd", "power_w", "memory_per_device_bytes", "mfu")
 BREAKDOWNS = ("time_s", "energy_j", "capex_usd", "power_w", "memory_bytes")
 HEADLINE = ("step_time_s", "tokens_per_s", "model_flops_per_s_per_device", "mfu",
             "memory_per_device_bytes", "fits_memory", "time_to_train_s",
@@ -48,30 +68,87 @@ def breakdown_of(name: str):
     return None
 
 
-def evaluate(scenario: dict, calibration: cal.Calibration = cal.DEFAULT) -> xr.Dataset:
+def evaluate(scenario: dict, calibration: cal.Calibration = cal.DEFAULT, *,
+             keep_invalid: bool = False, inputs: bool = True) -> xr.Dataset:
     """Evaluate a scenario (nested dicts; any numeric or choice field may be a 1-D array).
 
     Returns a Dataset with a ``design`` dimension, one variable per metric
-    (``units`` in attrs), breakdown variables ``time_s_*``, ``energy_j_*``,
-    ``capex_usd_*``, ``power_w_*``, ``memory_bytes_*``, and ``valid``/``reason``.
+    (``units`` and ``long_name`` in attrs), breakdown variables ``time_s_*``,
+    ``energy_j_*``, ``capex_usd_*``, ``power_w_*``, ``memory_bytes_*``, and
+    ``valid``/``reason``. Float metrics of invalid designs are NaN unless
+    ``keep_invalid``. With ``inputs`` the resolved scenario fields are coordinates,
+    named with ``_`` for ``.`` (``parallelism.tp`` -> ``parallelism_tp``): along
+    ``design`` where they vary, scalar where fixed.
     Raises ``ScenarioError`` only when the scenario is malformed as a whole.
     """
     r = resolve(scenario)
-    return evaluate_resolved(r, calibration)
+    return evaluate_resolved(r, calibration, keep_invalid=keep_invalid, inputs=inputs)
 
 
-def evaluate_resolved(r: Resolved, calibration: cal.Calibration = cal.DEFAULT) -> xr.Dataset:
+def evaluate_resolved(r: Resolved, calibration: cal.Calibration = cal.DEFAULT, *,
+                      keep_invalid: bool = False, inputs: bool = True) -> xr.Dataset:
     v = r.values
     model = ModelSpec.from_resolved(r)
     plan = ParallelPlan.from_resolved(r)
     system = build_system(r)
     flash = np.broadcast_to(np.asarray(v["training.flash_attention"], bool), (r.n,))
     out = _metrics(model, plan, system, flash, v, calibration)
-    return _assemble(out, r)
+    if not keep_invalid:
+        bad = ~out["valid"]
+        if bad.any():
+            for k, a in out.items():
+                if np.asarray(a).dtype.kind == "f":
+                    out[k] = np.where(bad, np.nan, a)
+    ds = _assemble(out, r)
+    return ds.assign_coords(input_coords(r)) if inputs else ds
+
+
+def coord_name(path: str) -> str:
+    """Result name of a scenario field: ``system.scale_out.link`` -> ``system_scale_out_link``."""
+    return path.replace(".", "_")
+
+
+def input_attrs(path: str) -> dict:
+    """``field``, ``long_name`` and (numeric fields) ``units`` of a scenario input coordinate."""
+    from explore.scenario import field_spec
+    try:
+        kind = field_spec(path).kind
+    except KeyError:
+        kind = "float"
+    attrs = {"field": path, "long_name": path}
+    u = input_units(path, kind)
+    if u is not None:
+        attrs["units"] = u
+    return attrs
+
+
+def input_coords(r: Resolved) -> dict:
+    """The resolved inputs: varying ones along ``design``, fixed ones as scalars."""
+    coords = {}
+    for path, a in r.values.items():
+        a = np.asarray(a)
+        first = a[:1]
+        fixed = a.size <= 1 or bool((a == first).all())
+        val = a[0] if fixed else np.array(a)
+        if a.dtype.kind in "UO":
+            val = str(val) if fixed else val.astype(str)
+        coords[coord_name(path)] = ((), val, input_attrs(path)) if fixed else \
+            (("design",), val, input_attrs(path))
+    return coords
 
 
 def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v, c) -> dict:
     valid, reason = check_rules(model, plan, system.devices, system.peak_flops > 0)
+    prec_bad = ~valid & (reason == "training.precision is not supported by the accelerator")
+    for p in np.unique(np.asarray(v["training.precision"])[np.broadcast_to(prec_bad, valid.shape)]):
+        sel = prec_bad & (np.broadcast_to(v["training.precision"], valid.shape) == p)
+        reason[sel] = (f"training.precision: value {p!r} is not supported by the accelerator "
+                       f"(system.accelerator.peak_flops_{p} = 0); allowed: a precision with peak FLOP/s > 0")
+    idle_bad = valid & ~(system.idle_power_w <= system.tdp_w)
+    for i in np.flatnonzero(idle_bad):
+        reason[i] = (f"system.accelerator.idle_power_w: value {system.idle_power_w[i]:g} W exceeds "
+                     f"tdp_w = {system.tdp_w[i]:g} W; allowed: 0 <= idle_power_w <= tdp_w")
+    valid = valid & ~idle_bad
     hw_bad, hw_reason = hardware_invalid(system)  # issue 3: reticle, shoreline, interposer, power
     hw_bad = hw_bad & valid
     reason[hw_bad] = hw_reason[hw_bad]
@@ -122,8 +199,17 @@ def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v,
     gp_bad = valid & fits & ~gp_ok
     reason[gp_bad] = "reliability: interruptions outpace checkpoints (goodput <= 0)"
     valid = valid & fits & gp_ok
+    num_bad = np.zeros_like(valid)
+    for k in MUST_BE_POSITIVE:   # the last guard: no NaN, inf or negative metric on a valid design
+        a = np.broadcast_to(np.asarray(out[k], dtype=float), valid.shape)
+        new = valid & ~num_bad & ~(np.isfinite(a) & (a > 0))
+        for i in np.flatnonzero(new):
+            reason[i] = (f"numerical: {k} = {a[i]:g} is not finite and positive; "
+                         f"an input is outside the model's range")
+        num_bad |= new
+    valid = valid & ~num_bad
     rule_bad = reason != ""
-    rule_bad &= ~(mem_bad | gp_bad | hw_bad)
+    rule_bad &= ~(mem_bad | gp_bad | hw_bad | num_bad)
     for k, a in out.items():
         if a.dtype.kind == "f":
             out[k] = np.where(rule_bad, np.nan, a)
@@ -144,8 +230,14 @@ def _assemble(out: dict, r: Resolved) -> xr.Dataset:
         if k == "reason":
             a = a.astype(str)
         bd = breakdown_of(k)
-        attrs = ({"units": units[bd[0]], "breakdown": bd[0], "component": bd[1]} if bd
-                 else {"units": UNITS.get(k, "")})
+        if bd:
+            attrs = {"units": units[bd[0]], "long_name": f"{bd[0].rpartition('_')[0]}: "
+                     f"{bd[1].replace('_', ' ')}", "breakdown": bd[0], "component": bd[1]}
+        else:
+            attrs = {"long_name": LONG_NAMES.get(k, k.replace("_", " "))}
+            u = UNITS.get(k, "1" if a.dtype.kind in "iuf" else None)
+            if u is not None and a.dtype.kind not in "bUOS":
+                attrs["units"] = u
         data[k] = xr.Variable(("design",), a, attrs)
     ds = xr.Dataset(data, coords={"design": np.arange(n)})
     ds.attrs["scenario_name"] = r.name

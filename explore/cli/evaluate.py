@@ -20,7 +20,7 @@ def format_table(ds, i: int = 0) -> str:
     for k in HEADLINE + ("hfu", "goodput", "capex_usd", "power_w", "params"):
         val = row[k].item()
         unit = ds[k].attrs.get("units", "")
-        txt = str(bool(val)) if unit == "bool" else _si(val, unit)
+        txt = str(bool(val)) if ds[k].dtype == bool else _si(val, unit)
         lines.append(f"  {k:<{w}} {txt}")
     groups: dict[str, list] = {}
     for k in ds.data_vars:
@@ -71,7 +71,9 @@ def _evaluate_run(a) -> int:
     from explore.scenario import ScenarioError, load_scenario
     try:
         sc = load_scenario(a.scenario)
-        ds = evaluate(sc)
+        # tables label invalid designs and show their raw figures (how much memory a design
+        # lacks); JSON, for programs, has null for the metrics of invalid designs
+        ds = evaluate(sc, keep_invalid=not a.json, inputs=False)
     except (ScenarioError, CatalogError) as e:
         msg = str(e)
         raise UserError(msg if msg.startswith(a.scenario) else f"{a.scenario}: {msg}") from None

@@ -184,24 +184,33 @@ class Space:
     # -- evaluating ---------------------------------------------------------------------
     def evaluate(self, columns: dict[str, np.ndarray]) -> xr.Dataset:
         """Evaluate a batch; decision variables become ``design`` coordinates."""
-        from explore.evaluate import evaluate
+        from explore.evaluate import coord_name, evaluate, input_attrs
         sc, bad, reason = self._batch(columns)
-        ds = evaluate(sc)
+        ds = evaluate(sc, keep_invalid=True, inputs=False)
         n = ds.sizes["design"]
+        for v in self.variables:
+            if v.name in ds.data_vars:
+                raise SpaceError(f"{self.path}: variables.{v.name}: name clashes with the metric "
+                                 f"{v.name}; allowed: a name that is not a metric")
         if bad.any():
-            ds["reason"] = ("design", np.where(bad, reason.astype(str), ds["reason"].values))
-            ds["valid"] = ("design", ds["valid"].values & ~bad)
-            ds["valid"].attrs["units"] = "bool"
+            attrs = {k: dict(ds[k].attrs) for k in ("reason", "valid")}
+            ds["reason"] = ("design", np.where(bad, reason.astype(str), ds["reason"].values), attrs["reason"])
+            ds["valid"] = ("design", ds["valid"].values & ~bad, attrs["valid"])
+        invalid = ~ds["valid"].values
+        if invalid.any():   # invalid designs: NaN metrics (as explore.evaluate by default)
+            for k in list(ds.data_vars):
+                if ds[k].dtype.kind == "f":
+                    ds[k] = ds[k].where(~invalid).assign_attrs(ds[k].attrs)
         coords = {}
         for v in self.variables:
             col = np.broadcast_to(np.asarray(columns[v.name]), (n,))
             if v.kind == "int":
                 col = np.round(col.astype(float)).astype(np.int64)
-            coords[v.name] = ("design", np.array(col), {"field": v.field, "kind": v.kind})
+            coords[v.name] = ("design", np.array(col), {**input_attrs(v.field), "kind": v.kind})
         extra = list(self.derived) + (["system.devices"] if "capex_budget_usd" in self.couplings else [])
         for path in extra:
-            coords[path] = ("design", np.broadcast_to(get_field(sc, path), (n,)).copy(),
-                            {"field": path, "kind": "derived"})
+            coords[coord_name(path)] = ("design", np.broadcast_to(get_field(sc, path), (n,)).copy(),
+                                        {**input_attrs(path), "kind": "derived"})
         ds = ds.assign_coords(coords)
         return ds
 
@@ -292,7 +301,9 @@ def load_space(path_or_dict) -> Space:
     if couplings:
         names_ok.add("system.devices")
     derived: dict[str, Expression] = {}
-    for path, text_ in doc.get("derived", {}).items():
+    derived_raw = doc.get("derived", {})
+    names_ok |= {p for p in derived_raw if isinstance(p, str)}
+    for path, text_ in derived_raw.items():
         w = f"{where}: derived.{path}"
         if path not in known:
             raise SpaceError(f"{w}: unknown scenario field{_suggest(path, known)}; allowed: a dotted "
@@ -305,9 +316,9 @@ def load_space(path_or_dict) -> Space:
         for nm in expr.names:
             if nm not in names_ok:
                 raise SpaceError(f"{w}: name {nm!r} has no value{_suggest(nm, sorted(names_ok))}; "
-                                 f"allowed: variable names, fields of the base or earlier derived fields")
+                                 f"allowed: variable names, fields of the base or derived fields")
         derived[path] = expr
-        names_ok.add(path)
+    derived = _derived_order(where, derived)
     if "device_multiple" in couplings:
         for nm in couplings["device_multiple"].names:
             if nm not in names_ok:
@@ -324,10 +335,6 @@ def load_space(path_or_dict) -> Space:
     numeric = tuple(k for k in probe.data_vars
                     if probe[k].dtype.kind in "iuf" and probe[k].attrs.get("units") != "bool")
     space.metrics = tuple(probe.data_vars)
-    for v in variables:
-        if v.name in probe.data_vars:
-            raise SpaceError(f"{where}: variables.{v.name}: name clashes with the metric {v.name}; "
-                             f"allowed: a name that is not a metric")
     # constraints may bound a metric or a numeric design coordinate (variable, derived field)
     bounded = numeric + tuple(k for k in probe.coords if k != "design" and probe[k].dtype.kind in "iuf")
     space.constraints = _constraints(where, doc.get("constraints", {}), bounded, probe)
@@ -336,6 +343,23 @@ def load_space(path_or_dict) -> Space:
     space.objectives = _objectives(where, doc.get("objectives"), numeric)
     space.fingerprint = _fingerprint(space)
     return space
+
+
+def _derived_order(where, derived: dict[str, Expression]) -> dict[str, Expression]:
+    """Derived fields in dependency order; a self-reference or a cycle is an error naming it."""
+    import graphlib
+    for path, e in derived.items():
+        if path in e.names:
+            raise SpaceError(f"{where}: derived.{path}: value {e.text!r} refers to {path} itself; "
+                             f"allowed: an expression over variables, base fields and other derived fields")
+    graph = {p: {n for n in e.names if n in derived} for p, e in derived.items()}
+    try:
+        order = list(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as err:
+        cycle = err.args[1]
+        raise SpaceError(f"{where}: derived.{cycle[0]}: derived fields form a cycle "
+                         f"{' -> '.join(cycle)}; allowed: derived fields without cycles") from None
+    return {p: derived[p] for p in order}
 
 
 def _couplings(where, raw: dict, seen: dict, names_ok: set) -> dict:
@@ -370,9 +394,12 @@ def _couplings(where, raw: dict, seen: dict, names_ok: set) -> dict:
 
 
 def _constraints(where, raw: dict, numeric, probe) -> list[Constraint]:
+    from explore.evaluate import coord_name
     out = []
     for m, spec in raw.items():
         w = f"{where}: constraints.{m}"
+        if isinstance(m, str) and m not in numeric and coord_name(m) in numeric:
+            m = coord_name(m)   # a derived field by its dotted path
         if m in ("valid", "fits_memory"):
             raise SpaceError(f"{w}: is always a constraint; allowed: a numeric metric such as power_w")
         if m not in numeric:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from explore.scenario import ACCEL_EXTRA_FIELDS, SCHEMA, Field, ScenarioError, _coerce
+from explore.scenario import Field, ScenarioError, _coerce, field_spec
 
 VAR_KEYS = ("field", "kind", "low", "high", "log", "values", "choices", "points")
 
@@ -27,12 +27,8 @@ def _suggest(key: str, allowed) -> str:
 
 
 def schema_field(path: str) -> Field:
-    """The schema ``Field`` of a dotted scenario path (inline accelerator fields: numbers >= 0)."""
-    if path.startswith("system.accelerator."):
-        key = path[len("system.accelerator."):]
-        return ACCEL_EXTRA_FIELDS.get(key, Field("float", lo=0.0))
-    table, _, key = path.rpartition(".")
-    return SCHEMA[table][key]
+    """The schema ``Field`` of a dotted scenario path, sanity bounds and the integer cap included."""
+    return field_spec(path)
 
 
 # ----------------------------------------------------------------------------- variables
