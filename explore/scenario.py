@@ -263,17 +263,24 @@ def read_toml_text(path, error=None, what: str = "a TOML file") -> tuple[dict, s
     binary content raise ``error`` (default ScenarioError) with one line naming the file."""
     error = error or ScenarioError
     p = Path(path)
-    if not p.exists():
-        raise error(f"{p}: file not found")
-    if p.is_dir():
-        raise error(f"{p}: is a directory, expected {what}")
     try:
+        if not p.exists():
+            raise error(f"{p}: file not found")
+        if p.is_dir():
+            raise error(f"{p}: is a directory, expected {what}")
         text = p.read_text()
         return tomllib.loads(text), text
+    except OSError as e:   # name too long, permission denied, ...
+        raise error(f"{_short_path(p)}: cannot read {what}: {e.strerror or e}") from None
     except tomllib.TOMLDecodeError as e:
         raise error(f"{p}: TOML syntax error: {e}") from None
     except UnicodeDecodeError:
         raise error(f"{p}: not a text file") from None
+
+
+def _short_path(p: Path) -> str:
+    s = str(p)
+    return s if len(s) <= 100 else f"{s[:60]}...{s[-30:]} ({len(s)} characters)"
 
 
 def load_scenario(path) -> dict:

@@ -12,7 +12,7 @@ import logging
 import sys
 import warnings
 
-from explore.cli.main import UserError, register
+from explore.cli.main import UserError, register, show_progress
 
 
 def _args(p: argparse.ArgumentParser) -> None:
@@ -61,7 +61,7 @@ def _run(a) -> int:
             cluster = local_cluster(a.workers, silence_logs=logging.ERROR)
             client = Client(cluster)
         try:
-            report = run_sweep(space, a.out, client, a.chunk, progress=not a.no_progress)
+            report = run_sweep(space, a.out, client, a.chunk, progress=show_progress(a.no_progress))
         except SweepError as e:
             raise UserError(str(e)) from None
         finally:

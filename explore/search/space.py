@@ -45,7 +45,7 @@ import numpy as np
 import xarray as xr
 
 from explore.search.expression import Expression, ExpressionError
-from explore.scenario import ScenarioError, field_paths, get_field, read_toml_text, resolve, set_field
+from explore.scenario import INT_MAX, ScenarioError, field_paths, get_field, read_toml_text, resolve, set_field
 from explore.search.variables import (Constraint, SpaceError, Variable, _suggest, _variable,
                                      schema_field)
 
@@ -163,7 +163,14 @@ class Space:
         from explore.model.system import build_system
         budget = float(self.couplings["capex_budget_usd"])
         mult = np.broadcast_to(np.asarray(self.couplings["device_multiple"](env), float), (n,))
-        mult = np.maximum(np.round(mult), 1.0)
+        mult_bad = ~(np.isfinite(mult) & (mult >= 0.5) & (mult <= 2.0**40))
+        if mult_bad.any():   # e.g. a division by a zero field: that design is invalid, not a crash
+            new = mult_bad & ~bad0
+            reason0 = reason0.copy()
+            reason0[new] = (f"couplings.device_multiple = {self.couplings['device_multiple'].text} "
+                            f"is not an integer in 1..2**40")
+            bad0 = bad0 | mult_bad
+        mult = np.where(mult_bad, 1.0, np.maximum(np.round(mult), 1.0))
         dev = np.maximum(mult, np.round(env.get("system.devices", mult) / mult) * mult)
         bad, reason = bad0, reason0
         for _ in range(5):
@@ -173,7 +180,7 @@ class Space:
             capex = sum(capex_and_power(build_system(resolve(sc)))[0].values())
             with np.errstate(all="ignore"):
                 new = np.maximum(np.floor(budget * dev / capex / mult), 1.0) * mult
-            new = np.where(np.isfinite(new), new, dev)
+            new = np.where(np.isfinite(new), np.minimum(new, np.floor(2.0**40 / mult) * mult), dev)
             if np.array_equal(new, dev):
                 break
             dev = new
@@ -331,7 +338,7 @@ def load_space(path_or_dict) -> Space:
     for k, a in space._base_env.items():
         if a.dtype.kind in "iuf":
             space._base_env[k] = a.astype(float)
-    probe = space.evaluate({v.name: np.asarray([v.grid_values()[0]]) for v in variables})
+    probe = space.evaluate({v.name: np.asarray([v.first_value()]) for v in variables})
     numeric = tuple(k for k in probe.data_vars
                     if probe[k].dtype.kind in "iuf" and probe[k].attrs.get("units") != "bool")
     space.metrics = tuple(probe.data_vars)
@@ -362,6 +369,13 @@ def _derived_order(where, derived: dict[str, Expression]) -> dict[str, Expressio
     return {p: derived[p] for p in order}
 
 
+MAX_BUDGET_USD = 1e15   # a thousand times any cluster ever priced; keeps device counts in range
+
+
+def _short_num(x) -> str:
+    return f"{x:.4g}" if isinstance(x, int) and abs(x) > 1e15 else repr(x)
+
+
 def _couplings(where, raw: dict, seen: dict, names_ok: set) -> dict:
     allowed = ("devices", "capex_budget_usd", "device_multiple")
     for k in raw:
@@ -376,15 +390,15 @@ def _couplings(where, raw: dict, seen: dict, names_ok: set) -> dict:
                          f"{seen['system.devices']}; allowed: a coupling or a variable, not both")
     if "devices" in raw:
         d = raw["devices"]
-        if isinstance(d, bool) or not isinstance(d, int) or d < 1:
-            raise SpaceError(f"{where}: couplings.devices: value {d!r} is not allowed; "
-                             f"allowed: an integer >= 1")
+        if isinstance(d, bool) or not isinstance(d, int) or not 1 <= d <= INT_MAX:
+            raise SpaceError(f"{where}: couplings.devices: value {_short_num(d)} is not allowed; "
+                             f"allowed: an integer >= 1 and <= 2**53")
         out["devices"] = d
     if "capex_budget_usd" in raw:
         b = raw["capex_budget_usd"]
-        if isinstance(b, bool) or not isinstance(b, (int, float)) or not b > 0 or not math.isfinite(b):
-            raise SpaceError(f"{where}: couplings.capex_budget_usd: value {b!r} is not allowed; "
-                             f"allowed: a number > 0")
+        if isinstance(b, bool) or not isinstance(b, (int, float)) or not 0 < b <= MAX_BUDGET_USD:
+            raise SpaceError(f"{where}: couplings.capex_budget_usd: value {_short_num(b)} is not allowed; "
+                             f"allowed: a number > 0 and <= {MAX_BUDGET_USD:g}")
         out["capex_budget_usd"] = float(b)
         out["device_multiple"] = _expr(raw.get("device_multiple", 1),
                                                   f"{where}: couplings.device_multiple")
