@@ -142,7 +142,7 @@ def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v,
     prec_bad = ~valid & (reason == "training.precision is not supported by the accelerator")
     for p in np.unique(np.asarray(v["training.precision"])[np.broadcast_to(prec_bad, valid.shape)]):
         sel = prec_bad & (np.broadcast_to(v["training.precision"], valid.shape) == p)
-        reason[sel] = (f"training.precision: value {p!r} is not supported by the accelerator "
+        reason[sel] = (f"training.precision: value {str(p)!r} is not supported by the accelerator "
                        f"(system.accelerator.peak_flops_{p} = 0); allowed: a precision with peak FLOP/s > 0")
     idle_bad = valid & ~(system.idle_power_w <= system.tdp_w)
     for i in np.flatnonzero(idle_bad):

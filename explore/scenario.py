@@ -58,7 +58,7 @@ class Field:
         if self.kind == "int":
             hi = INT_MAX if hi is None else min(hi, INT_MAX)
         if hi is not None:
-            parts.append("<= 2**53" if hi == INT_MAX else f"<= {hi:g}")
+            parts.append(("and " if self.lo is not None else "") + ("<= 2**53" if hi == INT_MAX else f"<= {hi:g}"))
         return " ".join(parts)
 
 
@@ -198,6 +198,16 @@ SANITY_HI: dict[str, float] = {
     "datacenter.pue": 10.0, "datacenter.electricity_usd_per_kwh": 100.0,
     "datacenter.lifetime_years": 100.0, "datacenter.interruptions_per_device_hour": 1.0,
     "datacenter.restart_s": 1e7, "datacenter.checkpoint_write_bps_per_device": 1e16,
+    # parametric accelerator (a 300 mm wafer is 70,686 mm2)
+    "system.accelerator.compute_dies": 1024, "system.accelerator.die_area_mm2": 1e5,
+    "system.accelerator.clock_hz": 1e11, "system.accelerator.hbm_stacks": 1024,
+    "system.accelerator.hbm_stack_capacity_bytes": 1e13,
+    "system.accelerator.hbm_stack_bandwidth_bytes_per_s": 1e14,
+    "system.accelerator.d2d_bandwidth_bps": 1e17, "system.accelerator.io_dies": 1024,
+    "system.accelerator.io_die_area_mm2": 1e5, "system.accelerator.optical_io": 1024,
+    "system.accelerator.io_bandwidth_bps": 1e17, "system.accelerator.board_power_w": 1e5,
+    "system.accelerator.board_cost_usd": 1e9, "system.accelerator.power_limit_w": 1e6,
+    "system.accelerator.nre_volume": 1e12, "system.accelerator.price_markup": 1e3,
 }
 # Extension point: later modules register extra inline-accelerator keys (parametric hardware).
 ACCEL_EXTRA_FIELDS: dict[str, Field] = {}
@@ -331,13 +341,15 @@ def _as_array(name: str, value, f: Field) -> np.ndarray:
     elif isinstance(value, (list, tuple)):
         arr = np.asarray(value, dtype=object)
         if arr.ndim != 1:
-            raise ScenarioError(f"{name}: a list value must be flat (1-D), got {value!r}")
+            raise ScenarioError(f"{name}: a list value must be flat (1-D), got {value!r}; "
+                                f"allowed: {f.allowed()} or a flat list of them")
     else:
         arr = np.asarray([value], dtype=object)
     if arr.ndim == 0:
         arr = arr.reshape(1)
     if arr.ndim != 1:
-        raise ScenarioError(f"{name}: arrays must be 1-D, got shape {arr.shape}")
+        raise ScenarioError(f"{name}: arrays must be 1-D, got shape {arr.shape}; "
+                            f"allowed: {f.allowed()} or a 1-D array of them")
     if arr.size == 0:
         raise ScenarioError(f"{name}: empty array; allowed: {f.allowed()}")
     return arr
@@ -377,7 +389,7 @@ def _coerce(name: str, value, f: Field) -> np.ndarray:
             if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
                 raise _bad(name, x, f, "is not a number")
             if isinstance(x, int) and abs(x) > 1e300:   # would overflow the float conversion
-                raise _bad(name, f"{x:.3e}", f, "is out of range")
+                raise _bad(name, f"~1e{int(x.bit_length() * 0.30103)}", f, "is out of range")
     elif arr.dtype.kind == "b" or arr.dtype.kind not in "iuf":
         raise _bad(name, arr[0], f, "is not a number")
     with np.errstate(over="ignore", invalid="ignore"):

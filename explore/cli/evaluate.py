@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 
-from explore.cli.main import UserError, _si, register
+from explore.cli.main import UserError, _si, register, with_path
 from hwmodels.parts import CatalogError
 
 
@@ -76,7 +76,7 @@ def _evaluate_run(a) -> int:
         ds = evaluate(sc, keep_invalid=not a.json, inputs=False)
     except (ScenarioError, CatalogError) as e:
         msg = str(e)
-        raise UserError(msg if msg.startswith(a.scenario) else f"{a.scenario}: {msg}") from None
+        raise UserError(with_path(msg, a.scenario)) from None
     if ds.sizes["design"] != 1:  # TOML lists are arrays of designs: one row each
         if a.json:
             print(json.dumps([to_json_dict(ds, i) for i in range(ds.sizes["design"])], indent=2))

@@ -44,6 +44,13 @@ def _si(x: float, unit: str) -> str:
     return f"{x:.4g} {unit}".strip()
 
 
+def with_path(msg: str, path: str) -> str:
+    """``msg`` prefixed by the file name unless it already starts with it (or its short form)."""
+    from pathlib import Path
+    from explore.scenario import _short_path
+    return msg if msg.startswith(str(path)) or msg.startswith(_short_path(Path(path))) else f"{path}: {msg}"
+
+
 COMMANDS: dict[str, tuple[str, Callable, Callable]] = {}   # name -> (help, add_arguments, run)
 
 

@@ -12,7 +12,7 @@ import logging
 import sys
 import warnings
 
-from explore.cli.main import UserError, register, show_progress
+from explore.cli.main import UserError, register, show_progress, with_path
 
 
 def _args(p: argparse.ArgumentParser) -> None:
@@ -40,7 +40,7 @@ def _run(a) -> int:
         space = load_space(a.space)
     except (ScenarioError, CatalogError) as e:
         msg = str(e)
-        raise UserError(msg if msg.startswith(a.space) else f"{a.space}: {msg}") from None
+        raise UserError(with_path(msg, a.space)) from None
     try:                       # refuse a foreign store before starting any cluster
         layout, run, todo = prepare_store(space, a.out, a.chunk)
     except SweepError as e:

@@ -138,12 +138,13 @@ class Space:
                 val = np.broadcast_to(np.asarray(expr(env), dtype=float), (n,))
             f = schema_field(path)
             ok = np.isfinite(val)
-            if f.kind == "int":
-                ok &= np.abs(val - np.round(val)) < 1e-9
-            if f.lo is not None:
-                ok &= (val > f.lo) if f.lo_open else (val >= f.lo)
-            if f.hi is not None:
-                ok &= val <= f.hi
+            with np.errstate(all="ignore"):
+                if f.kind == "int":
+                    ok &= np.abs(val - np.round(val)) < 1e-9
+                if f.lo is not None:
+                    ok &= (val > f.lo) if f.lo_open else (val >= f.lo)
+                if f.hi is not None:
+                    ok &= val <= f.hi
             new = ~ok & ~bad
             reason[new] = f"derived {path} = {expr.text} is not {f.allowed()}"
             bad |= ~ok
