@@ -45,6 +45,8 @@ def _run(a) -> int:
         layout, run, todo = prepare_store(space, a.out, a.chunk)
     except SweepError as e:
         raise UserError(str(e)) from None
+    except ScenarioError as e:   # e.g. a variable whose grid is too large to sweep
+        raise UserError(with_path(str(e), a.space)) from None
     if a.chunk is not None and Layout.for_grid(layout.shape, a.chunk) != layout:
         print(f"sweep: {a.out} was started with {layout.chunk_points} points per chunk; "
               f"keeping that (--chunk {a.chunk} ignored)", file=sys.stderr)

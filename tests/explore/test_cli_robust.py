@@ -138,3 +138,12 @@ def test_export_refuses_to_overwrite_its_input(tmp_path):
     assert "input" in line and src.read_bytes() == before
     line = one_error_line(cli("export", str(tmp_path / "missing.nc"), "--csv", str(tmp_path / "x.csv")))
     assert "not found" in line
+
+
+def test_sweep_of_a_huge_grid_is_refused_before_any_work(tmp_path):
+    sp = tmp_path / "sp.toml"
+    sp.write_text(f'base = "{os.path.abspath(CANONICAL)}"\n[variables]\n'
+                  f'pue = {{ field = "datacenter.pue", low = 1.0, high = 2.0, points = 1000000000000 }}\n')
+    line = one_error_line(cli("sweep", str(sp), "--out", str(tmp_path / "g.zarr")))
+    assert "variables.pue.points" in line and "allowed" in line
+    assert not (tmp_path / "g.zarr").exists()
