@@ -255,6 +255,7 @@ class Space:
 
 def _read(path_or_dict) -> tuple[dict, str, Path, str]:
     if isinstance(path_or_dict, dict):
+        _string_keys("space", path_or_dict, "")
         return copy.deepcopy(path_or_dict), json.dumps(path_or_dict, sort_keys=True, default=str), \
             Path.cwd(), "space"
     p = Path(path_or_dict)
@@ -281,6 +282,7 @@ def _base(where: str, raw, root: Path) -> dict:
 def load_space(path_or_dict) -> Space:
     """Parse and check a design space (TOML path or the same nested dict)."""
     doc, text, root, where = _read(path_or_dict)
+    _string_keys(where, doc, "")
     for k in doc:
         if k not in TOP_KEYS:
             raise SpaceError(f"{where}: {k}: unknown key{_suggest(k, TOP_KEYS)}; "
@@ -351,6 +353,17 @@ def load_space(path_or_dict) -> Space:
     space.objectives = _objectives(where, doc.get("objectives"), numeric)
     space.fingerprint = _fingerprint(space)
     return space
+
+
+def _string_keys(where, node, path: str) -> None:
+    """Every key of a space (a Python dict may have any) is a string: one error naming it."""
+    if not isinstance(node, dict):
+        return
+    for k, v in node.items():
+        if not isinstance(k, str):
+            raise SpaceError(f"{where}: {path or 'space'}: key {k!r} is not a string; allowed: "
+                             f"string keys (field, variable and metric names)")
+        _string_keys(where, v, f"{path}.{k}" if path else k)
 
 
 def _derived_order(where, derived: dict[str, Expression]) -> dict[str, Expression]:

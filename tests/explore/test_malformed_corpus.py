@@ -336,6 +336,24 @@ def test_corpus_size():
     """The corpus is generated, and large: >= 300 cases of malformed input."""
     n = (len(NUMERIC_CASES) + len(TYPE_CASES) + len(MODEL_RULES) * len(explore.scenario.model_presets())
          + 2 * len(BAD_EXPRESSIONS) + len(BAD_DEVICES) + 8 + len(METRIC_NAMES) + len(CYCLES)
-         + 3 + 5 * len(TABLES) + 5 + 8)
+         + 3 + 5 * len(TABLES) + 5 + 8 + 3 * len(SPACE_SECTIONS))
     assert n >= 300, n
     assert all(field_spec(f) for f in numeric_fields())
+
+
+SPACE_SECTIONS = ("space", "variables", "variables.tp", "derived", "couplings", "constraints",
+                  "objectives", "search")
+
+
+@pytest.mark.parametrize("key", [1, None, (1, 2)])
+@pytest.mark.parametrize("section", SPACE_SECTIONS)
+def test_space_non_string_keys(section, key):
+    doc = space()
+    node = doc
+    if section != "space":
+        for part in section.split("."):
+            node = node.setdefault(part, {})
+    node[key] = 2
+    with pytest.raises(ScenarioError) as e:
+        load_space(doc)
+    assert "not a string" in str(e.value) and "allowed" in str(e.value)

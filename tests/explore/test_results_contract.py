@@ -92,3 +92,18 @@ def test_idle_power_and_unsupported_precision_name_the_field():
     sc["training"]["precision"] = "fp8"                    # A100: no FP8
     r = str(explore.evaluate(sc)["reason"].values[0])
     assert "system.accelerator.peak_flops_fp8" in r and "'fp8'" in r and "allowed" in r
+
+
+def test_sweep_grid_coordinates_have_units():
+    from explore.sweep.grid import lazy_sweep
+    s = load_space("studies/spaces/small-llama3-70b.toml")
+    ds = lazy_sweep(s, 4096)
+    ureg = registry()
+    for v in s.variables:
+        attrs = ds[v.name].attrs
+        assert attrs["field"] == v.field and "long_name" in attrs
+        if v.kind != "choice":
+            ureg.parse_units(attrs["units"])
+    for u in every_units_attr(ds).values():
+        ureg.parse_units(u)
+    assert all("." not in k for k in ds.variables)
