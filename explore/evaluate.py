@@ -145,9 +145,9 @@ def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v,
         reason[sel] = (f"training.precision: value {str(p)!r} is not supported by the accelerator "
                        f"(system.accelerator.peak_flops_{p} = 0); allowed: a precision with peak FLOP/s > 0")
     idle_bad = valid & ~(system.idle_power_w <= system.tdp_w)
-    for i in np.flatnonzero(idle_bad):
-        reason[i] = (f"system.accelerator.idle_power_w: value {system.idle_power_w[i]:g} W exceeds "
-                     f"tdp_w = {system.tdp_w[i]:g} W; allowed: 0 <= idle_power_w <= tdp_w")
+    _reasons(reason, idle_bad, lambda idle, tdp: f"system.accelerator.idle_power_w: value {idle:g} W "
+             f"exceeds tdp_w = {tdp:g} W; allowed: 0 <= idle_power_w <= tdp_w",
+             system.idle_power_w, system.tdp_w)
     valid = valid & ~idle_bad
     hw_bad, hw_reason = hardware_invalid(system)  # issue 3: reticle, shoreline, interposer, power
     hw_bad = hw_bad & valid
@@ -203,9 +203,8 @@ def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v,
     for k in MUST_BE_POSITIVE:   # the last guard: no NaN, inf or negative metric on a valid design
         a = np.broadcast_to(np.asarray(out[k], dtype=float), valid.shape)
         new = valid & ~num_bad & ~(np.isfinite(a) & (a > 0))
-        for i in np.flatnonzero(new):
-            reason[i] = (f"numerical: {k} = {a[i]:g} is not finite and positive; "
-                         f"an input is outside the model's range")
+        _reasons(reason, new, lambda x, k=k: f"numerical: {k} = {x:g} is not finite and positive; "
+                 f"an input is outside the model's range", a)
         num_bad |= new
     valid = valid & ~num_bad
     rule_bad = reason != ""
@@ -216,6 +215,16 @@ def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v,
     out["valid"] = valid
     out["reason"] = reason
     return out
+
+
+def _reasons(reason: np.ndarray, mask: np.ndarray, text, *arrays) -> None:
+    """reason[mask] = text(*values), formatted once per distinct tuple of values (no loop per design)."""
+    if not mask.any():
+        return
+    cols = np.column_stack([np.broadcast_to(np.asarray(a, float), mask.shape)[mask] for a in arrays])
+    uniq, inv = np.unique(cols, axis=0, return_inverse=True)
+    texts = np.array([text(*row) for row in uniq], dtype=object)
+    reason[mask] = texts[np.asarray(inv).ravel()]
 
 
 def _assemble(out: dict, r: Resolved) -> xr.Dataset:
