@@ -194,21 +194,19 @@ class Space:
         """Evaluate a batch; decision variables become ``design`` coordinates."""
         from explore.evaluate import coord_name, evaluate, input_attrs
         sc, bad, reason = self._batch(columns)
-        ds = evaluate(sc, keep_invalid=True, inputs=False)
+        ds = evaluate(sc, inputs=False)   # invalid designs: NaN metrics
         n = ds.sizes["design"]
         for v in self.variables:
             if v.name in ds.data_vars:
                 raise SpaceError(f"{self.path}: variables.{v.name}: name clashes with the metric "
                                  f"{v.name}; allowed: a name that is not a metric")
-        if bad.any():
-            attrs = {k: dict(ds[k].attrs) for k in ("reason", "valid")}
-            ds["reason"] = ("design", np.where(bad, reason.astype(str), ds["reason"].values), attrs["reason"])
-            ds["valid"] = ("design", ds["valid"].values & ~bad, attrs["valid"])
-        invalid = ~ds["valid"].values
-        if invalid.any():   # invalid designs: NaN metrics (as explore.evaluate by default)
-            for k in list(ds.data_vars):
-                if ds[k].dtype.kind == "f":
-                    ds[k] = ds[k].where(~invalid).assign_attrs(ds[k].attrs)
+        if bad.any():   # designs whose derived fields break the schema: invalid, NaN metrics
+            new = {"reason": np.where(bad, reason.astype(str), ds["reason"].values),
+                   "valid": ds["valid"].values & ~bad}
+            data = {k: (("design",), new[k] if k in new else
+                        np.where(bad, np.nan, var.values) if var.dtype.kind == "f" else var.values,
+                        var.attrs) for k, var in ds.data_vars.items()}
+            ds = xr.Dataset(data, coords=ds.coords, attrs=ds.attrs)   # one build, not a setitem per variable
         coords = {}
         for v in self.variables:
             col = np.broadcast_to(np.asarray(columns[v.name]), (n,))
