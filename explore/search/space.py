@@ -194,18 +194,23 @@ class Space:
         """Evaluate a batch; decision variables become ``design`` coordinates."""
         from explore.evaluate import coord_name, evaluate, input_attrs
         sc, bad, reason = self._batch(columns)
-        ds = evaluate(sc, inputs=False)   # invalid designs: NaN metrics
+        ds = evaluate(sc, keep_invalid=True, inputs=False)   # masked below, in one pass
         n = ds.sizes["design"]
         for v in self.variables:
             if v.name in ds.data_vars:
                 raise SpaceError(f"{self.path}: variables.{v.name}: name clashes with the metric "
                                  f"{v.name}; allowed: a name that is not a metric")
-        if bad.any():   # designs whose derived fields break the schema: invalid, NaN metrics
-            new = {"reason": np.where(bad, reason.astype(str), ds["reason"].values),
-                   "valid": ds["valid"].values & ~bad}
-            data = {k: (("design",), new[k] if k in new else
-                        np.where(bad, np.nan, var.values) if var.dtype.kind == "f" else var.values,
-                        var.attrs) for k, var in ds.data_vars.items()}
+        new = {"reason": np.where(bad, reason.astype(str), ds["reason"].values),
+               "valid": ds["valid"].values & ~bad}
+        invalid = ~new["valid"]
+        if invalid.any():   # invalid designs (model or derived fields): NaN metrics, as evaluate()
+            data = {}
+            for k, var in ds.data_vars.items():
+                a = new.get(k, var.values)
+                if a.dtype.kind == "f":
+                    a = a.copy()
+                    a[invalid] = np.nan
+                data[k] = (("design",), a, var.attrs)
             ds = xr.Dataset(data, coords=ds.coords, attrs=ds.attrs)   # one build, not a setitem per variable
         coords = {}
         for v in self.variables:
