@@ -15,7 +15,7 @@ from __future__ import annotations
 import difflib
 import functools
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,9 @@ import numpy as np
 from hwmodels.parts import part_ids, unknown_id_message
 
 REQUIRED = object()
+# Integers are carried as int64 and multiplied together in float64: every integer field is
+# bounded by 2**53 (exact in float64, far below the int64 wrap at 2**63).
+INT_MAX = 2**53
 
 
 class ScenarioError(ValueError):
@@ -51,8 +54,11 @@ class Field:
         parts = ["an integer" if self.kind == "int" else "a finite number"]
         if self.lo is not None:
             parts.append(f"{'>' if self.lo_open else '>='} {self.lo:g}")
-        if self.hi is not None:
-            parts.append(f"<= {self.hi:g}")
+        hi = self.hi
+        if self.kind == "int":
+            hi = INT_MAX if hi is None else min(hi, INT_MAX)
+        if hi is not None:
+            parts.append(("and " if self.lo is not None else "") + ("<= 2**53" if hi == INT_MAX else f"<= {hi:g}"))
         return " ".join(parts)
 
 
@@ -194,6 +200,49 @@ TOP_KEYS = ("name", "description", "model", "training", "parallelism", "system",
 ACCEL_FIELDS = ("peak_flops_bf16", "peak_flops_fp16", "peak_flops_fp8", "hbm_capacity_bytes",
                 "hbm_bandwidth_bytes_per_s", "tdp_w", "idle_power_w", "price_usd", "host_power_w",
                 "host_price_usd", "interruptions_per_hour")
+# Bounds of the inline catalog fields: a device must compute in BF16, hold and move data and
+# draw power; FP16/FP8 peaks of 0 mean "not supported"; idle power may not exceed TDP
+# (checked per design in explore.evaluate).
+ACCEL_FIELD_SPECS: dict[str, Field] = {
+    "peak_flops_bf16": Field("float", None, lo=0, lo_open=True, hi=1e18, doc="dense BF16 FLOP/s"),
+    "peak_flops_fp16": Field("float", None, lo=0, hi=1e18, doc="dense FP16 FLOP/s; 0 = not supported"),
+    "peak_flops_fp8": Field("float", None, lo=0, hi=1e18, doc="dense FP8 FLOP/s; 0 = not supported"),
+    "hbm_capacity_bytes": Field("float", None, lo=0, lo_open=True, hi=1e15),
+    "hbm_bandwidth_bytes_per_s": Field("float", None, lo=0, lo_open=True, hi=1e16),
+    "tdp_w": Field("float", None, lo=0, lo_open=True, hi=1e5),
+    "idle_power_w": Field("float", None, lo=0, hi=1e5, doc="at most tdp_w"),
+    "price_usd": Field("float", None, lo=0, hi=1e9),
+    "host_power_w": Field("float", None, lo=0, hi=1e5),
+    "host_price_usd": Field("float", None, lo=0, hi=1e9),
+    "interruptions_per_hour": Field("float", None, lo=0, hi=1.0),
+}
+# Sanity bounds beyond the schema's physical ones: each is several orders of magnitude past any
+# part in the catalog or published cluster, so only typos and overflow probes hit them (a value
+# there would otherwise overflow the float64 model into inf/NaN or swamp every other term).
+SANITY_HI: dict[str, float] = {
+    "training.tokens": 1e18,
+    # issue 11/10/14 fields: an expert never sees 1,000x the mean load; no model has 1e15
+    # parameters; the dirtiest grids are ~1 kgCO2e/kWh
+    "model.capacity_factor": 1e3, "parallelism.grad_bucket_params": 1e15,
+    "datacenter.grid_kg_per_kwh": 10.0,
+    "system.scale_up.bandwidth_bps": 1e16, "system.scale_up.latency_s": 1.0,
+    "system.scale_out.bandwidth_bps": 1e16, "system.scale_out.latency_s": 1.0,
+    "system.scale_out.nics_per_device": 1024.0, "system.scale_out.oversubscription": 1e3,
+    "system.scale_out.ocs_reconfig_s": 3600.0, "system.scale_out.ocs_insertion_loss_db": 100.0,
+    "datacenter.pue": 10.0, "datacenter.electricity_usd_per_kwh": 100.0,
+    "datacenter.lifetime_years": 100.0, "datacenter.interruptions_per_device_hour": 1.0,
+    "datacenter.restart_s": 1e7, "datacenter.checkpoint_write_bps_per_device": 1e16,
+    # parametric accelerator (a 300 mm wafer is 70,686 mm2)
+    "system.accelerator.compute_dies": 1024, "system.accelerator.die_area_mm2": 1e5,
+    "system.accelerator.clock_hz": 1e11, "system.accelerator.hbm_stacks": 1024,
+    "system.accelerator.hbm_stack_capacity_bytes": 1e13,
+    "system.accelerator.hbm_stack_bandwidth_bytes_per_s": 1e14,
+    "system.accelerator.d2d_bandwidth_bps": 1e17, "system.accelerator.io_dies": 1024,
+    "system.accelerator.io_die_area_mm2": 1e5, "system.accelerator.optical_io": 1024,
+    "system.accelerator.io_bandwidth_bps": 1e17, "system.accelerator.board_power_w": 1e5,
+    "system.accelerator.board_cost_usd": 1e9, "system.accelerator.power_limit_w": 1e6,
+    "system.accelerator.nre_volume": 1e12, "system.accelerator.price_markup": 1e3,
+}
 # Extension point: later modules register extra inline-accelerator keys (parametric hardware).
 ACCEL_EXTRA_FIELDS: dict[str, Field] = {}
 # Parametric accelerator (issue 3, hwmodels.package): any of these keys makes the inline
@@ -227,6 +276,27 @@ ACCEL_EXTRA_FIELDS.update({
 })
 
 
+def field_spec(path: str) -> Field:
+    """The ``Field`` of a dotted scenario path, with the sanity bound of SANITY_HI and, for
+    integers, the 2**53 cap folded into ``hi``."""
+    if path.startswith("system.accelerator."):
+        key = path[len("system.accelerator."):]
+        f = ACCEL_EXTRA_FIELDS.get(key) or ACCEL_FIELD_SPECS.get(key) or Field("float", lo=0.0)
+    else:
+        table, _, key = path.rpartition(".")
+        f = SCHEMA[table][key]
+    return bounded(path, f)
+
+
+def bounded(path: str, f: Field) -> Field:
+    hi = f.hi
+    if path in SANITY_HI:
+        hi = SANITY_HI[path] if hi is None else min(hi, SANITY_HI[path])
+    if f.kind == "int":
+        hi = INT_MAX if hi is None else min(hi, INT_MAX)
+    return f if hi == f.hi else replace(f, hi=hi)
+
+
 def _suggest(key: str, allowed) -> str:
     near = difflib.get_close_matches(key, list(allowed), n=1, cutoff=0.5)
     return f" (did you mean {near[0]!r}?)" if near else ""
@@ -237,17 +307,24 @@ def read_toml_text(path, error=None, what: str = "a TOML file") -> tuple[dict, s
     binary content raise ``error`` (default ScenarioError) with one line naming the file."""
     error = error or ScenarioError
     p = Path(path)
-    if not p.exists():
-        raise error(f"{p}: file not found")
-    if p.is_dir():
-        raise error(f"{p}: is a directory, expected {what}")
     try:
+        if not p.exists():
+            raise error(f"{p}: file not found")
+        if p.is_dir():
+            raise error(f"{p}: is a directory, expected {what}")
         text = p.read_text()
         return tomllib.loads(text), text
+    except OSError as e:   # name too long, permission denied, ...
+        raise error(f"{_short_path(p)}: cannot read {what}: {e.strerror or e}") from None
     except tomllib.TOMLDecodeError as e:
         raise error(f"{p}: TOML syntax error: {e}") from None
     except UnicodeDecodeError:
         raise error(f"{p}: not a text file") from None
+
+
+def _short_path(p: Path) -> str:
+    s = str(p)
+    return s if len(s) <= 100 else f"{s[:60]}...{s[-30:]} ({len(s)} characters)"
 
 
 def load_scenario(path) -> dict:
@@ -284,18 +361,29 @@ def field_paths() -> list[str]:
 # ----------------------------------------------------------------------------- values
 
 def _as_array(name: str, value, f: Field) -> np.ndarray:
+    if isinstance(value, np.ma.MaskedArray):
+        if np.ma.getmaskarray(value).any():
+            raise ScenarioError(f"{name}: a masked array with masked entries is not allowed; "
+                                f"allowed: a plain array of {f.allowed()} (fill or drop the masked entries)")
+        value = np.asarray(value.data)
+    elif not isinstance(value, (np.ndarray, list, tuple, str, bytes, dict)) and hasattr(value, "__array__"):
+        value = np.asarray(value)   # pandas Series, xarray DataArray, ...
+    if isinstance(value, dict):
+        raise ScenarioError(f"{name}: value {value!r} is a table; allowed: {f.allowed()}")
     if isinstance(value, np.ndarray):
         arr = value
     elif isinstance(value, (list, tuple)):
         arr = np.asarray(value, dtype=object)
         if arr.ndim != 1:
-            raise ScenarioError(f"{name}: a list value must be flat (1-D), got {value!r}")
+            raise ScenarioError(f"{name}: a list value must be flat (1-D), got {value!r}; "
+                                f"allowed: {f.allowed()} or a flat list of them")
     else:
         arr = np.asarray([value], dtype=object)
     if arr.ndim == 0:
         arr = arr.reshape(1)
     if arr.ndim != 1:
-        raise ScenarioError(f"{name}: arrays must be 1-D, got shape {arr.shape}")
+        raise ScenarioError(f"{name}: arrays must be 1-D, got shape {arr.shape}; "
+                            f"allowed: {f.allowed()} or a 1-D array of them")
     if arr.size == 0:
         raise ScenarioError(f"{name}: empty array; allowed: {f.allowed()}")
     return arr
@@ -334,10 +422,12 @@ def _coerce(name: str, value, f: Field) -> np.ndarray:
         for x in arr:
             if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
                 raise _bad(name, x, f, "is not a number")
-        arr = arr.astype(float)
+            if isinstance(x, int) and abs(x) > 1e300:   # would overflow the float conversion
+                raise _bad(name, f"~1e{int(x.bit_length() * 0.30103)}", f, "is out of range")
     elif arr.dtype.kind == "b" or arr.dtype.kind not in "iuf":
         raise _bad(name, arr[0], f, "is not a number")
-    arr = arr.astype(float)
+    with np.errstate(over="ignore", invalid="ignore"):
+        arr = arr.astype(float)
     fin = np.isfinite(arr)
     if not fin.all():
         raise _bad(name, arr[~fin][0], f, "is not finite")
@@ -349,8 +439,11 @@ def _coerce(name: str, value, f: Field) -> np.ndarray:
         low = arr <= f.lo if f.lo_open else arr < f.lo
         if low.any():
             raise _bad(name, _fmt(arr[low][0]), f, "is out of range")
-    if f.hi is not None and (arr > f.hi).any():
-        raise _bad(name, _fmt(arr[arr > f.hi][0]), f, "is out of range")
+    hi = f.hi
+    if f.kind == "int":
+        hi = INT_MAX if hi is None else min(hi, INT_MAX)
+    if hi is not None and (arr > hi).any():
+        raise _bad(name, _fmt(arr[arr > hi][0]), f, "is out of range")
     return arr.astype(np.int64) if f.kind == "int" else arr
 
 
@@ -371,6 +464,8 @@ class Resolved:
 
 def _check_keys(name: str, table: dict, allowed) -> None:
     for k in table:
+        if not isinstance(k, str):
+            raise ScenarioError(f"{name}: key {k!r} is not a string; allowed: {', '.join(allowed)}")
         if k not in allowed:
             raise ScenarioError(f"{name}.{k}: unknown key{_suggest(k, allowed)}; allowed: {', '.join(allowed)}")
 
@@ -433,7 +528,7 @@ def resolve(scenario: dict) -> Resolved:
             if key == "model.preset" or (key == "system.accelerator" and accel_inline is not None):
                 continue
             if key in raw:
-                values[key] = _coerce(key, raw[key], f)
+                values[key] = _coerce(key, raw[key], bounded(key, f))
             elif f.default is REQUIRED:
                 raise ScenarioError(f"{key}: missing required field; allowed: {f.allowed()}")
             elif f.default is not None:
@@ -452,10 +547,33 @@ def resolve(scenario: dict) -> Resolved:
         if len(v) == 1 and n > 1:
             values[k] = np.broadcast_to(v, (n,))
     _check_model_consistency(values)  # issue 11: MoE fields that contradict each other
+    _check_model(values)
     name = scenario.get("name", "")
     if not isinstance(name, str):
         raise ScenarioError(f"name: value {name!r} must be a string")
     return Resolved(n=n, values=values, name=name)
+
+
+# (field, other field, bad(field, other), what is allowed): model shapes that no transformer has
+MODEL_RULES = (
+    ("model.kv_heads", "model.heads", lambda kv, h: kv > h, "at most model.heads"),
+    ("model.kv_heads", "model.heads", lambda kv, h: np.mod(h, kv) != 0, "a divisor of model.heads"),
+    ("model.hidden", "model.heads", lambda d, h: np.mod(d, h) != 0, "a multiple of model.heads"),
+    ("model.top_k", "model.experts", lambda k, e: k > e, "at most model.experts"),
+)
+
+
+def _check_model(values: dict) -> None:
+    """Cross-field model rules (GQA groups, head dimension, MoE routing); one line per error."""
+    for key, other, bad, allowed in MODEL_RULES:
+        if key not in values or other not in values:
+            continue
+        a, b = np.broadcast_arrays(values[key], values[other])
+        m = bad(a, b)
+        if m.any():
+            i = int(np.flatnonzero(m)[0])
+            raise ScenarioError(f"{key}: value {int(a[i])} is not allowed with {other} = {int(b[i])}; "
+                                f"allowed: {allowed}")
 
 
 def _resolve_inline_accelerator(table: dict) -> dict[str, np.ndarray]:
@@ -470,14 +588,14 @@ def _resolve_inline_accelerator(table: dict) -> dict[str, np.ndarray]:
     for k in ACCEL_FIELDS:
         key = f"system.accelerator.{k}"
         if k in table:
-            f = Field("float", lo=0.0)
-            out[key] = _coerce(key, table[k], f)
+            out[key] = _coerce(key, table[k], field_spec(key))
         elif base is None and k not in ACCEL_EXTRA_FIELDS and not _extra_given(table):
             raise ScenarioError(f"{key}: missing; an inline accelerator without 'base' must give "
                                 f"{', '.join(ACCEL_FIELDS)}")
     for k, f in ACCEL_EXTRA_FIELDS.items():
         if k in table:
-            out[f"system.accelerator.{k}"] = _coerce(f"system.accelerator.{k}", table[k], f)
+            out[f"system.accelerator.{k}"] = _coerce(f"system.accelerator.{k}", table[k],
+                                                     bounded(f"system.accelerator.{k}", f))
     return out
 
 

@@ -161,7 +161,7 @@ def target(row: dict, scenario: dict) -> tuple[str, float]:
         return ("measured" if row["step_time_kind"].startswith("measured") else "derived",
                 float(row["step_time_s"]))
     from explore.evaluate import evaluate
-    ds = evaluate(scenario)
+    ds = evaluate(scenario, keep_invalid=True)   # see predict()
     flops = float(ds["model_flops_per_s_per_device"][0] * ds["step_time_s"][0])
     peak = 989.4e12
     return "mfu", flops / (float(row["mfu_pct"]) / 100 * peak)
@@ -229,7 +229,10 @@ def load_cases() -> list[tuple[str, dict, str, float]]:
 
 def predict(cases, calibration: cal.Calibration = cal.DEFAULT) -> np.ndarray:
     from explore.evaluate import evaluate
-    return np.array([float(evaluate(sc, calibration)["step_time_s"][0]) for _, sc, _, _ in cases])
+    # keep_invalid: these runs happened, so their step time is compared even where the memory
+    # model (conservative) says the plan does not fit in 80 GB (3 of the 27 runs, 86-98 GB)
+    return np.array([float(evaluate(sc, calibration, keep_invalid=True)["step_time_s"][0])
+                     for _, sc, _, _ in cases])
 
 
 def errors(cases, calibration: cal.Calibration = cal.DEFAULT) -> np.ndarray:

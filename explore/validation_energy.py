@@ -74,7 +74,7 @@ def compare(rows=None) -> list[dict]:
     from hwmodels.parts import get_part
     out = []
     for row in rows or load_rows():
-        ds = evaluate(scenario(row))
+        ds = evaluate(scenario(row), keep_invalid=True)
         n = int(row["devices"])
         tdp = get_part("accelerators", row["accelerator"])["tdp_w"]
         gpuh = n * float(ds["time_to_train_s"][0]) / 3600.0

@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 
-from explore.cli.main import UserError, _si, register
+from explore.cli.main import UserError, _si, register, with_path
 from hwmodels.parts import CatalogError
 
 
@@ -20,7 +20,7 @@ def format_table(ds, i: int = 0) -> str:
     for k in HEADLINE + ("hfu", "goodput", "capex_usd", "power_w", "params"):
         val = row[k].item()
         unit = ds[k].attrs.get("units", "")
-        txt = str(bool(val)) if unit == "bool" else _si(val, unit)
+        txt = str(bool(val)) if ds[k].dtype == bool else _si(val, unit)
         lines.append(f"  {k:<{w}} {txt}")
     groups: dict[str, list] = {}
     for k in ds.data_vars:
@@ -106,10 +106,12 @@ def _evaluate_run(a) -> int:
         raise UserError(f"evaluate --samples: value {a.samples} is not allowed; allowed: an integer >= 1")
     try:
         sc = load_scenario(a.scenario)
-        ds = evaluate(sc, samples=a.samples, seed=a.seed)
+        # tables label invalid designs and show their raw figures (how much memory a design
+        # lacks); JSON, for programs, has null for the metrics of invalid designs
+        ds = evaluate(sc, samples=a.samples, seed=a.seed, keep_invalid=not a.json, inputs=False)
     except (ScenarioError, CatalogError, UncertaintyError) as e:
         msg = str(e)
-        raise UserError(msg if msg.startswith(a.scenario) else f"{a.scenario}: {msg}") from None
+        raise UserError(with_path(msg, a.scenario)) from None
     if a.samples is not None:
         from explore.uncertainty import bands
         b = bands(ds, list(BAND_METRICS))

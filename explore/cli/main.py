@@ -44,6 +44,13 @@ def _si(x: float, unit: str) -> str:
     return f"{x:.4g} {unit}".strip()
 
 
+def with_path(msg: str, path: str) -> str:
+    """``msg`` prefixed by the file name unless it already starts with it (or its short form)."""
+    from pathlib import Path
+    from explore.scenario import _short_path
+    return msg if msg.startswith(str(path)) or msg.startswith(_short_path(Path(path))) else f"{path}: {msg}"
+
+
 COMMANDS: dict[str, tuple[str, Callable, Callable]] = {}   # name -> (help, add_arguments, run)
 
 
@@ -56,7 +63,7 @@ def _load_plugins() -> None:
     import importlib
     for mod in ("explore.cli.evaluate", "explore.cli.catalog", "explore.cli.search",
                 "explore.cli.sweep", "explore.cli.sensitivity", "explore.cli.study",
-                "explore.cli.schema"):
+                "explore.cli.schema", "explore.cli.export"):
         try:
             importlib.import_module(mod)
         except ModuleNotFoundError as e:
@@ -69,20 +76,46 @@ class _Parser(argparse.ArgumentParser):
         raise UserError(f"{self.prog}: {message}")
 
 
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError, version as dist_version
+    try:
+        return dist_version("lightpath")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def show_progress(no_progress: bool) -> bool:
+    """A progress bar only on a terminal (never in pipes, logs or CI) and unless --no-progress."""
+    return not no_progress and sys.stderr.isatty()
+
+
 def main(argv=None) -> int:
     _load_plugins()
     parser = _Parser(prog="lightpath", description="co-design LLM training clusters")
+    parser.add_argument("--version", action="version", version=f"lightpath {version()}")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     for name, (help_, add_args, _) in COMMANDS.items():
         add_args(sub.add_parser(name, help=help_))
     try:
         a = parser.parse_args(argv)
         if not a.command:
-            parser.print_help()
-            return 2
+            parser.print_usage(sys.stderr)
+            raise UserError(f"a command is required; allowed: {', '.join(COMMANDS)}")
         return COMMANDS[a.command][2](a) or 0
     except UserError as e:
         print(f"lightpath: error: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:   # `lightpath catalog | head`: the reader left; not an error
+        import os
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return 0
+    except OSError as e:   # file system: name too long, permission denied, disk full, ...
+        name = f"{e.filename}: " if getattr(e, "filename", None) else ""
+        print(f"lightpath: error: {name}{e.strerror or e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("lightpath: interrupted", file=sys.stderr)

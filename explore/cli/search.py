@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from explore.cli.main import UserError, _si, register
+from explore.cli.main import UserError, _si, register, show_progress
 
 
 def _search_args(p: argparse.ArgumentParser) -> None:
@@ -51,9 +51,12 @@ def _search_run(a) -> int:
         base = checkpoint_settings(ckpt)      # resume with the interrupted run's settings
     settings = _user_errors(settings_for, space, base, seed=a.seed, pop=a.pop, gens=a.gens,
                             evaluations=a.evaluations, algorithm=a.algorithm, plan=a.plan)
+    if base is None:
+        from explore.search import check_budget
+        _user_errors(check_budget, space, settings)
     try:
         ds = _user_errors(run_search, space, settings, out=out, resume=a.resume,
-                          progress=not a.no_progress)
+                          progress=show_progress(a.no_progress))
     except KeyboardInterrupt:
         import sys
         print(f"lightpath: interrupted; continue with: lightpath search {a.space} --out {out} "

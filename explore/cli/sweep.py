@@ -13,7 +13,7 @@ import logging
 import sys
 import warnings
 
-from explore.cli.main import UserError, register
+from explore.cli.main import UserError, register, show_progress, with_path
 
 
 def _args(p: argparse.ArgumentParser) -> None:
@@ -42,7 +42,7 @@ def _run(a) -> int:
         space = load_space(a.space)
     except (ScenarioError, CatalogError) as e:
         msg = str(e)
-        raise UserError(msg if msg.startswith(a.space) else f"{a.space}: {msg}") from None
+        raise UserError(with_path(msg, a.space)) from None
     try:
         with store_lock(a.out):      # one writer per store, for the whole run
             return _locked(a, space)
@@ -51,11 +51,14 @@ def _run(a) -> int:
 
 
 def _locked(a, space) -> int:
+    from explore.scenario import ScenarioError
     from explore.sweep import Layout, SweepError, local_cluster, prepare_store, run_sweep
     try:                       # refuse a foreign store or a file before starting any cluster
         layout, run, todo = prepare_store(space, a.out, a.chunk)
     except SweepError as e:
         raise UserError(str(e)) from None
+    except ScenarioError as e:   # e.g. a variable whose grid is too large to sweep
+        raise UserError(with_path(str(e), a.space)) from None
     if a.chunk is not None and Layout.for_grid(layout.shape, a.chunk) != layout:
         print(f"sweep: {a.out} was started with {layout.chunk_points} points per chunk; "
               f"keeping that (--chunk {a.chunk} ignored)", file=sys.stderr)
@@ -72,7 +75,7 @@ def _locked(a, space) -> int:
             cluster = local_cluster(a.workers, silence_logs=logging.ERROR)
             client = Client(cluster)
         try:
-            report = run_sweep(space, a.out, client, a.chunk, progress=not a.no_progress)
+            report = run_sweep(space, a.out, client, a.chunk, progress=show_progress(a.no_progress))
         except SweepError as e:
             raise UserError(str(e)) from None
         finally:

@@ -38,9 +38,24 @@ def search(space, out=None, *, resume: bool = False, progress: bool = False, **s
         from explore.search.results import checkpoint_path
         if checkpoint_path(out).exists():
             base = checkpoint_settings(checkpoint_path(out))
-    return run_search(space, settings_for(space, base, **settings), out=out, resume=resume,
-                      progress=progress)
+    s = settings_for(space, base, **settings)
+    if not resume:
+        check_budget(space, s)
+    return run_search(space, s, out=out, resume=resume, progress=progress)
 
 
-__all__ = ["search", "load_space", "read_result", "run_search", "settings_for", "Space",
+def check_budget(space, settings) -> None:
+    """Refuse an ``evaluations`` budget smaller than one generation (it would run none)."""
+    if not settings.evaluations:
+        return
+    from explore.search.problem import SpaceProblem
+    problem = SpaceProblem(space, settings.plan)
+    batch = (settings.pop if problem.n_var else 1) * problem.n_inner
+    if settings.evaluations < batch:
+        raise SpaceError(f"{space.path}: search.evaluations: value {settings.evaluations} is fewer than "
+                         f"one generation ({batch} designs: pop {settings.pop} x {problem.n_inner} "
+                         f"plan(s)); allowed: 0 (no budget) or >= {batch}")
+
+
+__all__ = ["search", "check_budget", "load_space", "read_result", "run_search", "settings_for", "Space",
            "SpaceError", "SearchSettings", "ALGORITHMS"]

@@ -46,7 +46,7 @@ import numpy as np
 import xarray as xr
 
 from explore.search.expression import Expression, ExpressionError
-from explore.scenario import ScenarioError, field_paths, get_field, read_toml_text, resolve, set_field
+from explore.scenario import INT_MAX, ScenarioError, field_paths, get_field, read_toml_text, resolve, set_field
 from explore.search.variables import (Constraint, SpaceError, Variable, _suggest, _variable,
                                      schema_field)
 
@@ -160,12 +160,13 @@ class Space:
                 val = np.broadcast_to(np.asarray(expr(env), dtype=float), (n,))
             f = schema_field(path)
             ok = np.isfinite(val)
-            if f.kind == "int":
-                ok &= np.abs(val - np.round(val)) < 1e-9
-            if f.lo is not None:
-                ok &= (val > f.lo) if f.lo_open else (val >= f.lo)
-            if f.hi is not None:
-                ok &= val <= f.hi
+            with np.errstate(all="ignore"):
+                if f.kind == "int":
+                    ok &= np.abs(val - np.round(val)) < 1e-9
+                if f.lo is not None:
+                    ok &= (val > f.lo) if f.lo_open else (val >= f.lo)
+                if f.hi is not None:
+                    ok &= val <= f.hi
             new = ~ok & ~bad
             reason[new] = f"derived {path} = {expr.text} is not {f.allowed()}"
             bad |= ~ok
@@ -185,7 +186,14 @@ class Space:
         from explore.model.system import build_system
         budget = float(self.couplings["capex_budget_usd"])
         mult = np.broadcast_to(np.asarray(self.couplings["device_multiple"](env), float), (n,))
-        mult = np.maximum(np.round(mult), 1.0)
+        mult_bad = ~(np.isfinite(mult) & (mult >= 0.5) & (mult <= 2.0**40))
+        if mult_bad.any():   # e.g. a division by a zero field: that design is invalid, not a crash
+            new = mult_bad & ~bad0
+            reason0 = reason0.copy()
+            reason0[new] = (f"couplings.device_multiple = {self.couplings['device_multiple'].text} "
+                            f"is not an integer in 1..2**40")
+            bad0 = bad0 | mult_bad
+        mult = np.where(mult_bad, 1.0, np.maximum(np.round(mult), 1.0))
         dev = np.maximum(mult, np.round(env.get("system.devices", mult) / mult) * mult)
         bad, reason = bad0, reason0
         for _ in range(5):
@@ -195,7 +203,7 @@ class Space:
             capex = sum(capex_and_power(build_system(resolve(sc)))[0].values())
             with np.errstate(all="ignore"):
                 new = np.maximum(np.floor(budget * dev / capex / mult), 1.0) * mult
-            new = np.where(np.isfinite(new), new, dev)
+            new = np.where(np.isfinite(new), np.minimum(new, np.floor(2.0**40 / mult) * mult), dev)
             if np.array_equal(new, dev):
                 break
             dev = new
@@ -206,27 +214,39 @@ class Space:
     # -- evaluating ---------------------------------------------------------------------
     def evaluate(self, columns: dict[str, np.ndarray]) -> xr.Dataset:
         """Evaluate a batch; decision variables become ``design`` coordinates."""
-        from explore.evaluate import evaluate
+        from explore.evaluate import coord_name, evaluate, input_attrs
         sc, bad, reason = self._batch(columns)
-        ds = evaluate(sc)
+        ds = evaluate(sc, keep_invalid=True, inputs=False)   # masked below, in one pass
         if self.robust:   # issue 14: quantile objectives over joint samples of the uncertain inputs
             from explore.uncertainty.robust import add_quantile_objectives
             ds = add_quantile_objectives(ds, sc, self.robust)
         n = ds.sizes["design"]
-        if bad.any():
-            ds["reason"] = ("design", np.where(bad, reason.astype(str), ds["reason"].values))
-            ds["valid"] = ("design", ds["valid"].values & ~bad)
-            ds["valid"].attrs["units"] = "bool"
+        for v in self.variables:
+            if v.name in ds.data_vars:
+                raise SpaceError(f"{self.path}: variables.{v.name}: name clashes with the metric "
+                                 f"{v.name}; allowed: a name that is not a metric")
+        new = {"reason": np.where(bad, reason.astype(str), ds["reason"].values),
+               "valid": ds["valid"].values & ~bad}
+        invalid = ~new["valid"]
+        if invalid.any():   # invalid designs (model or derived fields): NaN metrics, as evaluate()
+            data = {}
+            for k, var in ds.data_vars.items():
+                a = new.get(k, var.values)
+                if a.dtype.kind == "f":
+                    a = a.copy()
+                    a[invalid] = np.nan
+                data[k] = (("design",), a, var.attrs)
+            ds = xr.Dataset(data, coords=ds.coords, attrs=ds.attrs)   # one build, not a setitem per variable
         coords = {}
         for v in self.variables:
             col = np.broadcast_to(np.asarray(columns[v.name]), (n,))
             if v.kind == "int":
                 col = np.round(col.astype(float)).astype(np.int64)
-            coords[v.name] = ("design", np.array(col), {"field": v.field, "kind": v.kind})
+            coords[v.name] = ("design", np.array(col), {**input_attrs(v.field), "kind": v.kind})
         extra = list(self.derived) + (["system.devices"] if "capex_budget_usd" in self.couplings else [])
         for path in extra:
-            coords[path] = ("design", np.broadcast_to(get_field(sc, path), (n,)).copy(),
-                            {"field": path, "kind": "derived"})
+            coords[coord_name(path)] = ("design", np.broadcast_to(get_field(sc, path), (n,)).copy(),
+                                        {**input_attrs(path), "kind": "derived"})
         ds = ds.assign_coords(coords)
         return ds
 
@@ -263,6 +283,7 @@ class Space:
 
 def _read(path_or_dict) -> tuple[dict, str, Path, str]:
     if isinstance(path_or_dict, dict):
+        _string_keys("space", path_or_dict, "")
         return copy.deepcopy(path_or_dict), json.dumps(path_or_dict, sort_keys=True, default=str), \
             Path.cwd(), "space"
     p = Path(path_or_dict)
@@ -289,6 +310,7 @@ def _base(where: str, raw, root: Path) -> dict:
 def load_space(path_or_dict) -> Space:
     """Parse and check a design space (TOML path or the same nested dict)."""
     doc, text, root, where = _read(path_or_dict)
+    _string_keys(where, doc, "")
     for k in doc:
         if k not in TOP_KEYS:
             raise SpaceError(f"{where}: {k}: unknown key{_suggest(k, TOP_KEYS)}; "
@@ -317,7 +339,9 @@ def load_space(path_or_dict) -> Space:
     if couplings:
         names_ok.add("system.devices")
     derived: dict[str, Expression] = {}
-    for path, text_ in doc.get("derived", {}).items():
+    derived_raw = doc.get("derived", {})
+    names_ok |= {p for p in derived_raw if isinstance(p, str)}
+    for path, text_ in derived_raw.items():
         w = f"{where}: derived.{path}"
         if path not in known:
             raise SpaceError(f"{w}: unknown scenario field{_suggest(path, known)}; allowed: a dotted "
@@ -330,9 +354,9 @@ def load_space(path_or_dict) -> Space:
         for nm in expr.names:
             if nm not in names_ok:
                 raise SpaceError(f"{w}: name {nm!r} has no value{_suggest(nm, sorted(names_ok))}; "
-                                 f"allowed: variable names, fields of the base or earlier derived fields")
+                                 f"allowed: variable names, fields of the base or derived fields")
         derived[path] = expr
-        names_ok.add(path)
+    derived = _derived_order(where, derived)
     if "device_multiple" in couplings:
         for nm in couplings["device_multiple"].names:
             if nm not in names_ok:
@@ -345,14 +369,10 @@ def load_space(path_or_dict) -> Space:
     for k, a in space._base_env.items():
         if a.dtype.kind in "iuf":
             space._base_env[k] = a.astype(float)
-    probe = space.evaluate({v.name: np.asarray([v.grid_values()[0]]) for v in variables})
+    probe = space.evaluate({v.name: np.asarray([v.first_value()]) for v in variables})
     numeric = tuple(k for k in probe.data_vars
                     if probe[k].dtype.kind in "iuf" and probe[k].attrs.get("units") != "bool")
     space.metrics = tuple(probe.data_vars)
-    for v in variables:
-        if v.name in probe.data_vars:
-            raise SpaceError(f"{where}: variables.{v.name}: name clashes with the metric {v.name}; "
-                             f"allowed: a name that is not a metric")
     # constraints may bound a metric or a numeric design coordinate (variable, derived field)
     bounded = numeric + tuple(k for k in probe.coords if k != "design" and probe[k].dtype.kind in "iuf")
     space.constraints = _constraints(where, doc.get("constraints", {}), bounded, probe)
@@ -364,6 +384,41 @@ def load_space(path_or_dict) -> Space:
         space.robust = robust_settings(where, doc.get("uncertainty", {}), quantiles)
     space.fingerprint = _fingerprint(space)
     return space
+
+
+def _string_keys(where, node, path: str) -> None:
+    """Every key of a space (a Python dict may have any) is a string: one error naming it."""
+    if not isinstance(node, dict):
+        return
+    for k, v in node.items():
+        if not isinstance(k, str):
+            raise SpaceError(f"{where}: {path or 'space'}: key {k!r} is not a string; allowed: "
+                             f"string keys (field, variable and metric names)")
+        _string_keys(where, v, f"{path}.{k}" if path else k)
+
+
+def _derived_order(where, derived: dict[str, Expression]) -> dict[str, Expression]:
+    """Derived fields in dependency order; a self-reference or a cycle is an error naming it."""
+    import graphlib
+    for path, e in derived.items():
+        if path in e.names:
+            raise SpaceError(f"{where}: derived.{path}: value {e.text!r} refers to {path} itself; "
+                             f"allowed: an expression over variables, base fields and other derived fields")
+    graph = {p: {n for n in e.names if n in derived} for p, e in derived.items()}
+    try:
+        order = list(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as err:
+        cycle = err.args[1]
+        raise SpaceError(f"{where}: derived.{cycle[0]}: derived fields form a cycle "
+                         f"{' -> '.join(cycle)}; allowed: derived fields without cycles") from None
+    return {p: derived[p] for p in order}
+
+
+MAX_BUDGET_USD = 1e15   # a thousand times any cluster ever priced; keeps device counts in range
+
+
+def _short_num(x) -> str:
+    return f"{x:.4g}" if isinstance(x, int) and abs(x) > 1e15 else repr(x)
 
 
 def _couplings(where, raw: dict, seen: dict, names_ok: set) -> dict:
@@ -386,15 +441,15 @@ def _couplings(where, raw: dict, seen: dict, names_ok: set) -> dict:
                          f"{seen['system.devices']}; allowed: a coupling or a variable, not both")
     if "devices" in raw:
         d = raw["devices"]
-        if isinstance(d, bool) or not isinstance(d, int) or d < 1:
-            raise SpaceError(f"{where}: couplings.devices: value {d!r} is not allowed; "
-                             f"allowed: an integer >= 1")
+        if isinstance(d, bool) or not isinstance(d, int) or not 1 <= d <= INT_MAX:
+            raise SpaceError(f"{where}: couplings.devices: value {_short_num(d)} is not allowed; "
+                             f"allowed: an integer >= 1 and <= 2**53")
         out["devices"] = d
     if "capex_budget_usd" in raw:
         b = raw["capex_budget_usd"]
-        if isinstance(b, bool) or not isinstance(b, (int, float)) or not b > 0 or not math.isfinite(b):
-            raise SpaceError(f"{where}: couplings.capex_budget_usd: value {b!r} is not allowed; "
-                             f"allowed: a number > 0")
+        if isinstance(b, bool) or not isinstance(b, (int, float)) or not 0 < b <= MAX_BUDGET_USD:
+            raise SpaceError(f"{where}: couplings.capex_budget_usd: value {_short_num(b)} is not allowed; "
+                             f"allowed: a number > 0 and <= {MAX_BUDGET_USD:g}")
         out["capex_budget_usd"] = float(b)
         out["device_multiple"] = _expr(raw.get("device_multiple", 1),
                                                   f"{where}: couplings.device_multiple")
@@ -404,9 +459,12 @@ def _couplings(where, raw: dict, seen: dict, names_ok: set) -> dict:
 
 
 def _constraints(where, raw: dict, numeric, probe) -> list[Constraint]:
+    from explore.evaluate import coord_name
     out = []
     for m, spec in raw.items():
         w = f"{where}: constraints.{m}"
+        if isinstance(m, str) and m not in numeric and coord_name(m) in numeric:
+            m = coord_name(m)   # a derived field by its dotted path
         if m in ("valid", "fits_memory"):
             raise SpaceError(f"{w}: is always a constraint; allowed: a numeric metric such as power_w")
         if m not in numeric:

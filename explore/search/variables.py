@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from explore.scenario import ACCEL_EXTRA_FIELDS, SCHEMA, Field, ScenarioError, _coerce
+from explore.scenario import Field, ScenarioError, _coerce, field_spec
 
+MAX_GRID_VALUES = 10**7   # grid values of one variable (sweeps, enumeration)
 VAR_KEYS = ("field", "kind", "low", "high", "log", "values", "choices", "points")
 
 
@@ -27,12 +28,8 @@ def _suggest(key: str, allowed) -> str:
 
 
 def schema_field(path: str) -> Field:
-    """The schema ``Field`` of a dotted scenario path (inline accelerator fields: numbers >= 0)."""
-    if path.startswith("system.accelerator."):
-        key = path[len("system.accelerator."):]
-        return ACCEL_EXTRA_FIELDS.get(key, Field("float", lo=0.0))
-    table, _, key = path.rpartition(".")
-    return SCHEMA[table][key]
+    """The schema ``Field`` of a dotted scenario path, sanity bounds and the integer cap included."""
+    return field_spec(path)
 
 
 # ----------------------------------------------------------------------------- variables
@@ -49,8 +46,20 @@ class Variable:
     values: tuple = ()             # choices (labels) or explicit allowed ints
     points: int = 5                # grid points of a real variable (sweeps)
 
+    def first_value(self):
+        """The first grid value, without building the grid."""
+        return self.values[0] if self.values else (int(self.low) if self.kind == "int" else self.low)
+
     def grid_values(self) -> np.ndarray:
-        """Every value of an int or choice variable; ``points`` values of a real one."""
+        """Every value of an int or choice variable; ``points`` values of a real one.
+
+        Refused (SpaceError) beyond MAX_GRID_VALUES values: a grid that no sweep or
+        enumeration could visit is never allocated."""
+        if self.size > MAX_GRID_VALUES:
+            what = "points" if self.kind == "real" else "low/high"
+            raise SpaceError(f"variables.{self.name}.{what}: {self.size:.3g} grid values; allowed: at "
+                             f"most {MAX_GRID_VALUES:.0e} per variable to sweep or enumerate (a search "
+                             f"samples any range)")
         if self.values:
             return np.asarray(self.values)
         if self.kind == "int":

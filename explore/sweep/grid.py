@@ -159,9 +159,10 @@ def _attrs(space, layout: Layout) -> dict:
 
 def _grid_dataset(space, layout: Layout, arrays: dict, probe: xr.Dataset) -> xr.Dataset:
     """Assemble data arrays (name -> (dims, array, attrs)) with labelled grid coordinates."""
+    from explore.evaluate import input_attrs
     coords = {}
     for v, (name, g) in zip(space.variables, grid_coords(space).items()):
-        coords[name] = (name, g, {"field": v.field, "kind": v.kind, "log": int(v.log)})
+        coords[name] = (name, g, {**input_attrs(v.field), "kind": v.kind, "log": int(v.log)})
     data = {k: arrays[k] for k in probe.data_vars}
     ds = xr.Dataset(data, coords=coords)
     ds = ds.assign_coords({k: arrays[k] for k in probe.coords})

@@ -212,7 +212,7 @@ def evaluate_elementwise(r: Resolved, values: dict[str, np.ndarray], sample=None
     c = replace(calibration, **calib) if calib else calibration
     tok = PERTURBATION.set(_Sampled(sample, cat))
     try:
-        return evaluate_resolved(Resolved(n=r.n, values=tiled, name=r.name), c)
+        return evaluate_resolved(Resolved(n=r.n, values=tiled, name=r.name), c, keep_invalid=True, inputs=False)
     finally:
         PERTURBATION.reset(tok)
 

@@ -61,10 +61,11 @@ def test_arrays_of_parameters_are_one_batch():
     (dict(io_bandwidth_bps=1e12), "I/O bandwidth"),
 ])
 def test_infeasible_hardware_is_a_result(accel, reason):
-    ds = explore.evaluate(canon(**accel))
+    ds = explore.evaluate(canon(**accel), keep_invalid=True)
     assert not bool(ds.valid[0])
     assert reason in str(ds.reason.values[0])
-    assert np.isfinite(float(ds.capex_usd[0]))   # metrics stay available to a search
+    assert np.isfinite(float(ds.capex_usd[0]))   # raw metrics stay available on request
+    assert np.isnan(float(explore.evaluate(canon(**accel)).capex_usd[0]))   # NaN by default
 
 
 def test_more_dies_pay_for_crossing_dies():
@@ -76,8 +77,8 @@ def test_more_dies_pay_for_crossing_dies():
 
 
 def test_hbm_generation_sets_stack_figures_and_price_scales_with_cost():
-    a = explore.evaluate(canon(hbm="hbm2e"))
-    b = explore.evaluate(canon(hbm="hbm4"))
+    a = explore.evaluate(canon(hbm="hbm2e"), keep_invalid=True)
+    b = explore.evaluate(canon(hbm="hbm4"), keep_invalid=True)
     assert float(b.capex_usd_hbm[0]) > float(a.capex_usd_hbm[0])
     assert float(b.step_time_s[0]) <= float(a.step_time_s[0])
     sc = copy.deepcopy(canon(price_markup=1.0))

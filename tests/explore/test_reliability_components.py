@@ -17,7 +17,7 @@ HOURS = 54 * 24
 
 
 def test_llama3_405b_system_expects_419_interruptions_in_54_days_with_the_table5_split():
-    ds = explore.evaluate(LLAMA3)
+    ds = explore.evaluate(LLAMA3, keep_invalid=True)
     total = float(ds["interruptions_per_hour"][0]) * HOURS
     assert total == pytest.approx(419, rel=0.25)
     split = {k: float(ds[f"interruptions_per_hour_{k}"][0]) * HOURS
@@ -29,7 +29,7 @@ def test_llama3_405b_system_expects_419_interruptions_in_54_days_with_the_table5
 
 
 def test_derived_network_constant_matches_the_modelled_anchor_bom():
-    ds = explore.evaluate(LLAMA3)
+    ds = explore.evaluate(LLAMA3, keep_invalid=True)
     net = failure_data()["network"]
     assert float(ds["network_fit"][0]) == pytest.approx(net["anchor_network_fit"], rel=1e-6)
     assert net["interruptions_per_failure"] == pytest.approx(35 / (net["anchor_network_fit"] * 1e-9 * HOURS),
@@ -39,7 +39,7 @@ def test_derived_network_constant_matches_the_modelled_anchor_bom():
 def test_optics_type_moves_the_rate_through_the_bom_and_goodput_follows():
     sc = {**LLAMA3, "system": {**LLAMA3["system"], "scale_out": {
         **LLAMA3["system"]["scale_out"], "optics": np.array(["pluggable", "lpo", "cpo"])}}}
-    ds = explore.evaluate(sc)
+    ds = explore.evaluate(sc, keep_invalid=True)
     net = ds["interruptions_per_hour_network"].values
     assert net[0] > net[1] > net[2] > 0
     # catalog FIT ratios 2000 : 1500 : 200 carry over (same link-end count)
@@ -52,6 +52,6 @@ def test_optics_type_moves_the_rate_through_the_bom_and_goodput_follows():
 
 def test_an_explicit_all_cause_rate_replaces_the_component_model():
     sc = {**LLAMA3, "datacenter": {"interruptions_per_device_hour": 1e-5}}
-    ds = explore.evaluate(sc)
+    ds = explore.evaluate(sc, keep_invalid=True)
     assert float(ds["interruptions_per_hour"][0]) == pytest.approx(16384 * 1e-5)
     assert float(ds["mtbi_s"][0]) == pytest.approx(3600 / (16384 * 1e-5))

@@ -106,10 +106,10 @@ def test_capex_budget_sets_devices():
                                   "training.global_batch": "parallelism.dp * 4"}))
     cols = {"tp": np.array([8, 4, 2]), "pp": np.array([8, 8, 16])}
     ds = s.evaluate(cols)
-    dev = ds["system.devices"].values
+    dev = ds["system_devices"].values
     assert (dev % (cols["tp"] * cols["pp"] * 8) == 0).all()
     assert ds.valid.values.all()
-    assert (ds["training.global_batch"].values == 4 * dev // (cols["tp"] * cols["pp"])).all()
+    assert (ds["training_global_batch"].values == 4 * dev // (cols["tp"] * cols["pp"])).all()
     cap = ds.capex_usd.values
     assert (cap <= budget * 1.0001).all()
     # one more multiple of devices would break the budget (the count is the largest that fits)
@@ -171,7 +171,7 @@ def test_constraint_on_a_derived_field():
     s = load_space(small(constraints={"parallelism.dp": {"max": 32}}))
     ds = s.evaluate({"tp": np.array([8, 1]), "pp": np.array([8, 4])})   # dp = 16, 256
     g = s.violation(ds)
-    assert s.constraint_names == ["valid", "parallelism.dp"]
+    assert s.constraint_names == ["valid", "parallelism_dp"]
     assert g[0, 1] <= 0 < g[1, 1]
     assert g[1, 1] == pytest.approx((256 - 32) / 32)
 
