@@ -12,11 +12,13 @@ import xarray as xr
 
 from explore.model import calibration as cal
 from explore.model.costs import energy_and_cost
-from explore.model.plan import ParallelPlan, bubble_fraction, check_rules
+from explore.model.cardinality import fit
+from explore.model.plan import ParallelPlan, bubble_fraction, rule_codes
 from explore.model.reliability import goodput as goodput_model
 from explore.scenario import Resolved, resolve
 from explore.model.step import step_model
-from explore.model.system import SystemSpec, build_system, hardware_invalid
+from explore.model.system import SystemSpec, build_system, hardware_invalid_code
+from hwmodels import package as hw_package
 from explore.model.workload import ModelSpec, model_flops_per_token, total_params
 
 UNITS = {
@@ -60,22 +62,39 @@ def evaluate(scenario: dict, calibration: cal.Calibration = cal.DEFAULT) -> xr.D
     return evaluate_resolved(r, calibration)
 
 
-def evaluate_resolved(r: Resolved, calibration: cal.Calibration = cal.DEFAULT) -> xr.Dataset:
+def evaluate_resolved(r: Resolved, calibration: cal.Calibration = cal.DEFAULT, *,
+                      reason_codes: bool = False) -> xr.Dataset:
+    """``reason_codes``: ``reason`` as integer codes into ``attrs["codes"]`` (sweep stores)."""
+    r = Resolved(r.n, {k: fit(a, r.n) for k, a in r.values.items()}, r.name)  # constants: length 1
     v = r.values
     model = ModelSpec.from_resolved(r)
     plan = ParallelPlan.from_resolved(r)
     system = build_system(r)
-    flash = np.broadcast_to(np.asarray(v["training.flash_attention"], bool), (r.n,))
-    out = _metrics(model, plan, system, flash, v, calibration)
-    return _assemble(out, r)
+    flash = fit(np.asarray(v["training.flash_attention"], bool), r.n)
+    out = _metrics(model, plan, system, flash, v, calibration, n=r.n)
+    return _assemble(out, r, reason_codes)
 
 
-def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v, c) -> dict:
-    valid, reason = check_rules(model, plan, system.devices, system.peak_flops > 0)
-    hw_bad, hw_reason = hardware_invalid(system)  # issue 3: reticle, shoreline, interposer, power
-    hw_bad = hw_bad & valid
-    reason[hw_bad] = hw_reason[hw_bad]
-    valid = valid & ~hw_bad
+# reasons found after the plan rules and the hardware limits (codes follow those tables)
+LATE_REASONS = ("optics: link budget does not close (margin < 0 dB)",
+                "does not fit in accelerator memory",
+                "reliability: interruptions outpace checkpoints (goodput <= 0)")
+
+
+def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v, c, n=None) -> dict:
+    """Metrics of every design; ``out["reason"]`` is an integer code into ``out["reason_table"]``."""
+    code, table = rule_codes(model, plan, system.devices, system.peak_flops > 0)
+    n = n or code.size
+    code = np.broadcast_to(code, (n,)).copy()
+    valid = code == 0
+    hw_code = np.broadcast_to(hardware_invalid_code(system), (n,))  # issue 3: reticle, shoreline, ...
+    hw_bad = (hw_code > 0) & valid
+    if hw_bad.any():
+        code[hw_bad] = hw_code[hw_bad] + (len(table) - 1)
+        valid = valid & ~hw_bad
+    table = table + tuple(hw_package.REASONS[1:])
+    late = {why: len(table) + i for i, why in enumerate(LATE_REASONS)}
+    table = table + LATE_REASONS
     with np.errstate(divide="ignore", invalid="ignore"):
         st = step_model(model, plan, system, flash, c)
         tokens_per_step = plan.global_batch * model.seq_len
@@ -113,39 +132,49 @@ def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v,
     margin = out.get("network_link_budget_margin_db")
     if margin is not None:  # an optical path that cannot close its link budget is not buildable
         optics_bad = valid & (margin < 0)
-        reason[optics_bad] = "optics: link budget does not close (margin < 0 dB)"
+        code[optics_bad] = late[LATE_REASONS[0]]
         valid = valid & ~optics_bad
         hw_bad = hw_bad | optics_bad
     fits = out["fits_memory"]
     mem_bad = valid & ~fits
-    reason[mem_bad] = "does not fit in accelerator memory"
+    code[mem_bad] = late[LATE_REASONS[1]]
     gp_bad = valid & fits & ~gp_ok
-    reason[gp_bad] = "reliability: interruptions outpace checkpoints (goodput <= 0)"
+    code[gp_bad] = late[LATE_REASONS[2]]
     valid = valid & fits & gp_ok
-    rule_bad = reason != ""
+    rule_bad = code != 0
     rule_bad &= ~(mem_bad | gp_bad | hw_bad)
-    for k, a in out.items():
-        if a.dtype.kind == "f":
-            out[k] = np.where(rule_bad, np.nan, a)
+    if rule_bad.any():
+        for k, a in out.items():
+            if a.dtype.kind == "f":
+                out[k] = np.where(rule_bad, np.nan, a)
     out["valid"] = valid
-    out["reason"] = reason
+    out["reason"] = code
+    out["reason_table"] = table
     return out
 
 
-def _assemble(out: dict, r: Resolved) -> xr.Dataset:
-    """Units (and breakdown tags) attached as each variable is built, last, as xarray drops attrs."""
+def _assemble(out: dict, r: Resolved, reason_codes: bool = False) -> xr.Dataset:
+    """Units (and breakdown tags) attached as each variable is built, last, as xarray drops attrs.
+
+    ``reason`` becomes strings (``""`` where valid), or stays integer codes into its
+    ``codes`` attribute with ``reason_codes``."""
     n = r.n
+    out = dict(out)
+    table = out.pop("reason_table", None)
     units = {"time_s": "s", "energy_j": "J", "capex_usd": "USD", "power_w": "W", "memory_bytes": "B"}
     data = {}
     for k, a in out.items():
         a = np.asarray(a)
         if a.shape != (n,) or a.strides[0] == 0:   # scalars and broadcast views: own the data
             a = np.array(np.broadcast_to(a, (n,)))
-        if k == "reason":
-            a = a.astype(str)
         bd = breakdown_of(k)
         attrs = ({"units": units[bd[0]], "breakdown": bd[0], "component": bd[1]} if bd
                  else {"units": UNITS.get(k, "")})
+        if k == "reason" and table is not None:
+            if reason_codes:
+                a, attrs = a.astype(np.int16), {"units": "", "codes": list(table)}
+            else:
+                a = np.asarray(table, dtype=object)[a]
         data[k] = xr.Variable(("design",), a, attrs)
     ds = xr.Dataset(data, coords={"design": np.arange(n)})
     ds.attrs["scenario_name"] = r.name

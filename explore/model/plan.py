@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from explore.model.cardinality import fit
 from explore.scenario import RECOMPUTE
 from explore.model.workload import ModelSpec
 
@@ -54,7 +55,7 @@ class ParallelPlan:
                   overlap_tp_comm=np.asarray(v["parallelism.overlap_tp_comm"], bool),
                   grad_reduce_bytes=v["parallelism.grad_reduce_bytes"].astype(float),
                   global_batch=v["training.global_batch"].astype(float))
-        return cls(**{k: np.broadcast_to(a, (n,)) for k, a in kw.items()})
+        return cls(**{k: fit(a, n) for k, a in kw.items()})   # constants stay length 1
 
     @property
     def model_parallel(self):
@@ -81,7 +82,14 @@ def check_rules(m: ModelSpec, plan: ParallelPlan, devices, fp_ok):
     """Per-design validity: returns (valid bool array, reason str array, "" where valid).
 
     The first broken rule of a design is its reason."""
-    n = len(plan.tp)
+    code, table = rule_codes(m, plan, devices, fp_ok)
+    return code == 0, np.asarray(table, dtype=object)[code]
+
+
+def rule_codes(m: ModelSpec, plan: ParallelPlan, devices, fp_ok):
+    """(code of the first broken rule per design, 0 = valid; table of reasons, table[0] = "")."""
+    n = max(np.size(getattr(plan, f)) for f in plan.__dataclass_fields__)
+    n = max(n, np.size(devices), np.size(fp_ok))
     rules = [
         (plan.tp * plan.pp * plan.dp * plan.cp != devices,
          "parallelism: tp*pp*dp*cp must equal system.devices"),
@@ -99,11 +107,9 @@ def check_rules(m: ModelSpec, plan: ParallelPlan, devices, fp_ok):
          "interleaved 1F1B needs the microbatch count to be a multiple of pp"),
         (~fp_ok, "training.precision is not supported by the accelerator"),
     ]
-    valid = np.ones(n, dtype=bool)
-    reason = np.full(n, "", dtype=object)
-    for bad, why in rules:
-        new = bad & valid
-        if new.any():
-            reason[new] = why
-            valid &= ~bad
-    return valid, reason
+    code = np.zeros(n, dtype=np.int16)
+    for i, (bad, why) in enumerate(rules, 1):     # later rules only where no earlier one broke
+        bad = np.broadcast_to(bad, (n,))
+        if bad.any():
+            code[bad & (code == 0)] = i
+    return code, ("",) + tuple(why for _, why in rules)

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from explore.model.cardinality import fit
+
 
 @dataclass(frozen=True)
 class ModelSpec:
@@ -53,7 +55,7 @@ class ModelSpec:
             shared_experts=v["model.shared_experts"].astype(float),
         )
         n = r.n
-        return cls(**{k: np.broadcast_to(a, (n,)) for k, a in kw.items()})
+        return cls(**{k: fit(a, n) for k, a in kw.items()})   # constants stay length 1
 
 
 def _mats(gated):
