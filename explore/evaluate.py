@@ -12,7 +12,7 @@ import xarray as xr
 
 from explore.model import calibration as cal
 from explore.model.costs import energy_and_cost
-from explore.model.cardinality import fit
+from explore.model.cardinality import UniqueRows, fit, per_rows
 from explore.model.plan import ParallelPlan, bubble_fraction, rule_codes
 from explore.model.reliability import goodput as goodput_model
 from explore.scenario import Resolved, resolve
@@ -50,16 +50,18 @@ def breakdown_of(name: str):
     return None
 
 
-def evaluate(scenario: dict, calibration: cal.Calibration = cal.DEFAULT) -> xr.Dataset:
+def evaluate(scenario: dict, calibration: cal.Calibration = cal.DEFAULT, *,
+             reason_codes: bool = False) -> xr.Dataset:
     """Evaluate a scenario (nested dicts; any numeric or choice field may be a 1-D array).
 
     Returns a Dataset with a ``design`` dimension, one variable per metric
     (``units`` in attrs), breakdown variables ``time_s_*``, ``energy_j_*``,
     ``capex_usd_*``, ``power_w_*``, ``memory_bytes_*``, and ``valid``/``reason``.
+    With ``reason_codes``, ``reason`` holds integer codes into ``reason.attrs["codes"]``.
     Raises ``ScenarioError`` only when the scenario is malformed as a whole.
     """
     r = resolve(scenario)
-    return evaluate_resolved(r, calibration)
+    return evaluate_resolved(r, calibration, reason_codes=reason_codes)
 
 
 def evaluate_resolved(r: Resolved, calibration: cal.Calibration = cal.DEFAULT, *,
@@ -71,9 +73,16 @@ def evaluate_resolved(r: Resolved, calibration: cal.Calibration = cal.DEFAULT, *
     plan = ParallelPlan.from_resolved(r)
     system = build_system(r)
     flash = fit(np.asarray(v["training.flash_attention"], bool), r.n)
-    out = _metrics(model, plan, system, flash, v, calibration, n=r.n)
+    rows = UniqueRows([a for k, a in v.items() if k not in STEP_FREE], r.n) if r.n > 1 else None
+    out = _metrics(model, plan, system, flash, v, calibration, n=r.n, rows=rows)
     return _assemble(out, r, reason_codes)
 
+
+STEP_FREE = ("datacenter.pue", "datacenter.electricity_usd_per_kwh", "datacenter.lifetime_years",
+             "datacenter.interruptions_per_device_hour", "datacenter.restart_s",
+             "datacenter.checkpoint_write_bps_per_device")
+"""Inputs the step model does not read (economics and reliability): designs that differ only
+in these share one step-model evaluation (``cardinality.per_rows``; tested in test_cardinality)."""
 
 # reasons found after the plan rules and the hardware limits (codes follow those tables)
 LATE_REASONS = ("optics: link budget does not close (margin < 0 dB)",
@@ -81,7 +90,8 @@ LATE_REASONS = ("optics: link budget does not close (margin < 0 dB)",
                 "reliability: interruptions outpace checkpoints (goodput <= 0)")
 
 
-def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v, c, n=None) -> dict:
+def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v, c, n=None,
+             rows=None) -> dict:
     """Metrics of every design; ``out["reason"]`` is an integer code into ``out["reason_table"]``."""
     code, table = rule_codes(model, plan, system.devices, system.peak_flops > 0)
     n = n or code.size
@@ -96,7 +106,7 @@ def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v,
     late = {why: len(table) + i for i, why in enumerate(LATE_REASONS)}
     table = table + LATE_REASONS
     with np.errstate(divide="ignore", invalid="ignore"):
-        st = step_model(model, plan, system, flash, c)
+        st = per_rows(lambda *a: step_model(*a, c), rows, model, plan, system, flash)
         tokens_per_step = plan.global_batch * model.seq_len
         step = st["step_time_s"]
         tps = tokens_per_step / step
@@ -175,7 +185,8 @@ def _assemble(out: dict, r: Resolved, reason_codes: bool = False) -> xr.Dataset:
                 a, attrs = a.astype(np.int16), {"units": "", "codes": list(table)}
             else:
                 a = np.asarray(table, dtype=object)[a]
-        data[k] = xr.Variable(("design",), a, attrs)
+        # object strings (reason): skip xarray's per-element conversion of object arrays
+        data[k] = xr.Variable(("design",), a, attrs, fastpath=a.dtype.kind == "O")
     ds = xr.Dataset(data, coords={"design": np.arange(n)})
     ds.attrs["scenario_name"] = r.name
     return ds

@@ -145,13 +145,17 @@ class Space:
             if f.hi is not None:
                 ok &= val <= f.hi
             new = ~ok & ~bad
-            reason[new] = f"derived {path} = {expr.text} is not {f.allowed()}"
+            reason[new] = self.derived_reason(path)
             bad |= ~ok
             safe = np.where(ok, val, f.lo if f.lo is not None and not f.lo_open else 1.0)
             safe = np.round(safe).astype(np.int64) if f.kind == "int" else safe
             put_field(sc, path, safe)
             env[path] = safe
         return bad, reason
+
+    def derived_reason(self, path: str) -> str:
+        """The reason of a design whose derived field ``path`` breaks its schema."""
+        return f"derived {path} = {self.derived[path].text} is not {schema_field(path).allowed()}"
 
     def _budget_devices(self, sc, env, n, bad0, reason0):
         """Devices = the largest multiple of ``device_multiple`` whose capex fits the budget.
@@ -182,13 +186,25 @@ class Space:
         return self._apply_derived(sc, env, n, bad0, reason0)
 
     # -- evaluating ---------------------------------------------------------------------
-    def evaluate(self, columns: dict[str, np.ndarray]) -> xr.Dataset:
-        """Evaluate a batch; decision variables become ``design`` coordinates."""
+    def evaluate(self, columns: dict[str, np.ndarray], reason_codes: bool = False) -> xr.Dataset:
+        """Evaluate a batch; decision variables become ``design`` coordinates.
+
+        ``reason_codes``: ``reason`` as integer codes into ``reason.attrs["codes"]``, the
+        evaluation's reasons followed by one per derived field (the same table for any batch)."""
         from explore.evaluate import evaluate
         sc, bad, reason = self._batch(columns)
-        ds = evaluate(sc)
+        ds = evaluate(sc, reason_codes=reason_codes)
         n = ds.sizes["design"]
-        if bad.any():
+        if reason_codes:
+            table = list(ds["reason"].attrs["codes"])
+            extra = {self.derived_reason(p): len(table) + i for i, p in enumerate(self.derived)}
+            code = ds["reason"].values
+            if bad.any():
+                code = code.copy()
+                for why, c in extra.items():
+                    code[bad & (reason == why)] = c
+            ds["reason"] = ("design", code, {"units": "", "codes": table + list(extra)})
+        elif bad.any():
             ds["reason"] = ("design", np.where(bad, reason.astype(str), ds["reason"].values))
             ds["valid"] = ("design", ds["valid"].values & ~bad)
             ds["valid"].attrs["units"] = "bool"
