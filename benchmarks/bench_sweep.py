@@ -2,6 +2,7 @@
 
     python benchmarks/bench_sweep.py            # ~1e6-point runs with 1 and 2 workers, then 1e7
     python benchmarks/bench_sweep.py --quick    # smaller grids (a smoke run)
+    python benchmarks/bench_sweep.py --huge     # only the 1e8-point grid (oversubscription x 10)
 
 Each run starts a fresh ``LocalCluster`` (processes, one thread each) and sweeps
 ``studies/spaces/sweep-gpt3-175b-1024.toml`` (9,953,280 points) or a sub-grid of it
@@ -74,6 +75,15 @@ def sub_space(space, points: float):
     return s
 
 
+def huge_space(space):
+    """The shipped space with 10x the oversubscription points: 99,532,800 points."""
+    s = copy.copy(space)
+    s.variables = [replace(v, points=v.points * 10) if v.name == "oversubscription" else v
+                   for v in space.variables]
+    s.fingerprint = f"{space.fingerprint}-huge{s.grid_size()}"
+    return s
+
+
 def sweep_once(space, workers: int, chunk: int) -> dict:
     from distributed import Client
     tmp = Path(tempfile.mkdtemp(prefix="bench-sweep-"))
@@ -121,11 +131,19 @@ def chunk_profile(space, chunk: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--huge", action="store_true")
     ap.add_argument("--chunk", type=int, default=S.CHUNK_DEFAULT)
     a = ap.parse_args()
     space = load_space(SPACE)
     print(f"space {SPACE.name}: {space.grid_size():,} points; chunk {a.chunk:,} points; "
           f"{psutil.cpu_count()} cores; load average {psutil.getloadavg()[0]:.1f}")
+    if a.huge:
+        big = huge_space(space)
+        r = sweep_once(big, 2, a.chunk)
+        print(f"1e8 sweep, 2 workers: {r['points']:,} points in {r['chunks']} chunks, {r['s']:.1f} s = "
+              f"{r['pps']:,.0f} points/s; peak RSS {r['peak_rss_gb']:.2f} GB (target < 2 GB); "
+              f"store {r['store_gb']:.2f} GB on disk; load average now {psutil.getloadavg()[0]:.1f}")
+        return
     chunk_profile(space, a.chunk)
     mid = sub_space(space, 2e5 if a.quick else 1.2e6)
     for w in (1, 2):
