@@ -5,10 +5,13 @@ Public API: ``load_scenario``, ``evaluate``, ``search``, ``sweep``, ``open_sweep
 and ``to_json_dict``). The package is laid out as
 
 * ``scenario`` (the contract) and ``evaluate`` (scenario -> ``xarray.Dataset``);
-* ``model/``: the training model (workload, plan, system, step, costs, reliability,
-  calibration);
+* ``model/``: the training model (workload, plan, system, step, costs, carbon,
+  reliability, calibration);
+* ``uncertainty/``: distributions of catalog figures and constants, sampled evaluation,
+  bands, robust comparison and Sobol sensitivity;
 * ``search/``: design spaces and multi-objective search; ``sweep/``: full grids;
-* ``cli/``: the ``lightpath`` command; ``validation``: published runs.
+* ``cli/``: the ``lightpath`` command; ``validation``: published runs (step time);
+  ``validation_energy``: published training energies.
 """
 from explore.scenario import ScenarioError, load_scenario, resolve, set_field, get_field
 from explore.evaluate import evaluate, to_json_dict

@@ -11,15 +11,19 @@ import numpy as np
 import xarray as xr
 
 from explore.model import calibration as cal
+from explore.model.carbon import carbon
 from explore.model.costs import energy_and_cost
-from explore.model.cardinality import UniqueRows, fit, per_rows
-from explore.model.plan import ParallelPlan, bubble_fraction, rule_codes
+from explore.model.cardinality import UniqueRows, fit, per_rows, sharing_allowed
+from explore.model.plan import ParallelPlan, bubble_fraction, reason_details, rule_codes
 from explore.model.reliability import goodput as goodput_model
+from explore.model.reliability import interruption_rates  # issue 11
+from explore.model.costs import network_bom  # issue 11
 from explore.scenario import Resolved, resolve
 from explore.model.step import step_model
 from explore.model.system import SystemSpec, build_system, hardware_invalid_code
 from hwmodels import package as hw_package
-from explore.model.workload import ModelSpec, model_flops_per_token, total_params
+from explore.model.workload import ModelSpec, active_params, model_flops_per_token, total_params
+from explore.model.precision import Recipe  # issue 11
 
 UNITS = {
     "step_time_s": "s", "tokens_per_s": "token/s", "model_flops_per_s_per_device": "FLOP/s",
@@ -28,15 +32,19 @@ UNITS = {
     "capex_usd": "USD", "power_w": "W", "goodput": "1", "params": "", "microbatches": "",
     "bubble_fraction": "1", "checkpoint_interval_s": "s", "checkpoint_time_s": "s",
     "mtbi_s": "s", "energy_per_step_j": "J", "cost_per_step_usd": "USD",
-    "params_per_device": "1", "hw_flops_per_device": "FLOP", "busy_time_s": "s",
+    "params_per_device": "1", "active_params": "", "interruptions_per_hour": "1/h",
+    **{f"interruptions_per_hour_{k}": "1/h" for k in
+       ("accelerator", "hbm", "host", "nic", "software", "network")}, "hw_flops_per_device": "FLOP", "busy_time_s": "s",
     "bytes_scale_out_per_device": "B",
     "valid": "bool", "reason": "",
     "network_switches": "1", "network_transceivers": "1", "network_ocs": "1", "network_ocs_ports": "1",
     "network_fibres": "1", "network_fibre_m": "m", "network_copper_cables": "1",
     "network_link_budget_margin_db": "dB", "network_laser_power_w_per_lane": "W",
     "network_reconfig_s_per_step": "s", "network_fit": "FIT (failures per 1e9 h)",
+    "carbon_per_token_kg": "kgCO2e/token", "carbon_per_step_kg": "kgCO2e", "embodied_carbon_kg": "kgCO2e",
+    "embodied_carbon_share": "1",
 }
-BREAKDOWNS = ("time_s", "energy_j", "capex_usd", "power_w", "memory_bytes")
+BREAKDOWNS = ("time_s", "energy_j", "capex_usd", "power_w", "memory_bytes", "carbon_kg")
 HEADLINE = ("step_time_s", "tokens_per_s", "model_flops_per_s_per_device", "mfu",
             "memory_per_device_bytes", "fits_memory", "time_to_train_s",
             "energy_per_token_j", "cost_per_token_usd")
@@ -50,16 +58,23 @@ def breakdown_of(name: str):
     return None
 
 
-def evaluate(scenario: dict, calibration: cal.Calibration = cal.DEFAULT, *,
-             reason_codes: bool = False) -> xr.Dataset:
+def evaluate(scenario: dict, calibration: cal.Calibration = cal.DEFAULT, *, samples: int | None = None,
+             seed: int = 0, reason_codes: bool = False) -> xr.Dataset:
     """Evaluate a scenario (nested dicts; any numeric or choice field may be a 1-D array).
 
     Returns a Dataset with a ``design`` dimension, one variable per metric
     (``units`` in attrs), breakdown variables ``time_s_*``, ``energy_j_*``,
     ``capex_usd_*``, ``power_w_*``, ``memory_bytes_*``, and ``valid``/``reason``.
+    With ``samples=N``: N joint draws of the uncertain catalog figures and calibration
+    constants (``explore.uncertainty.evaluate_samples``), dimensions ``(sample, design)``.
     With ``reason_codes``, ``reason`` holds integer codes into ``reason.attrs["codes"]``.
     Raises ``ScenarioError`` only when the scenario is malformed as a whole.
     """
+    if samples is not None or (isinstance(scenario, dict) and "uncertainty" in scenario):
+        if samples is not None:
+            from explore.uncertainty import evaluate_samples
+            return evaluate_samples(scenario, samples, seed, calibration=calibration)
+        scenario = {k: v for k, v in scenario.items() if k != "uncertainty"}
     r = resolve(scenario)
     return evaluate_resolved(r, calibration, reason_codes=reason_codes)
 
@@ -73,8 +88,10 @@ def evaluate_resolved(r: Resolved, calibration: cal.Calibration = cal.DEFAULT, *
     plan = ParallelPlan.from_resolved(r)
     system = build_system(r)
     flash = fit(np.asarray(v["training.flash_attention"], bool), r.n)
-    rows = UniqueRows([a for k, a in v.items() if k not in STEP_FREE], r.n) if r.n > 1 else None
-    out = _metrics(model, plan, system, flash, v, calibration, n=r.n, rows=rows)
+    recipe = Recipe.from_resolved(r, system)  # issue 11: precision recipe
+    share = r.n > 1 and sharing_allowed(calibration)
+    rows = UniqueRows([a for k, a in v.items() if k not in STEP_FREE], r.n) if share else None
+    out = _metrics(model, plan, system, flash, v, calibration, recipe, n=r.n, rows=rows)
     return _assemble(out, r, reason_codes)
 
 
@@ -90,12 +107,13 @@ LATE_REASONS = ("optics: link budget does not close (margin < 0 dB)",
                 "reliability: interruptions outpace checkpoints (goodput <= 0)")
 
 
-def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v, c, n=None,
-             rows=None) -> dict:
+def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v, c, recipe=None,
+             n=None, rows=None) -> dict:
     """Metrics of every design; ``out["reason"]`` is an integer code into ``out["reason_table"]``."""
     code, table = rule_codes(model, plan, system.devices, system.peak_flops > 0)
     n = n or code.size
     code = np.broadcast_to(code, (n,)).copy()
+    details = reason_details(plan, code, table)   # issue 11: reasons that name the design's values
     valid = code == 0
     hw_code = np.broadcast_to(hardware_invalid_code(system), (n,))  # issue 3: reticle, shoreline, ...
     hw_bad = (hw_code > 0) & valid
@@ -106,21 +124,26 @@ def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v,
     late = {why: len(table) + i for i, why in enumerate(LATE_REASONS)}
     table = table + LATE_REASONS
     with np.errstate(divide="ignore", invalid="ignore"):
-        st = per_rows(lambda *a: step_model(*a, c), rows, model, plan, system, flash)
+        st = per_rows(lambda *a: step_model(*a[:4], c, a[4]), rows, model, plan, system, flash, recipe)
         tokens_per_step = plan.global_batch * model.seq_len
         step = st["step_time_s"]
         tps = tokens_per_step / step
         mflops_tok = model_flops_per_token(model)
         mfps = mflops_tok * tps / system.devices
         n_params = total_params(model)
+        # issue 11: interruption rate per component class, the network's from its bill of materials
+        bom = network_bom(system)
+        rates = interruption_rates(system.devices, system.nics_per_device, bom["fit"])
+        rate_total = np.where(system.interruptions_given > 0, system.devices * system.interruptions_per_hour,
+                              sum(rates.values()))
         gp, tau, delta, mtbi = goodput_model(
-            system.devices, system.interruptions_per_hour, n_params,
+            system.devices, rate_total / system.devices, n_params,
             v["datacenter.checkpoint_write_bps_per_device"], v["datacenter.restart_s"])
         gp_ok = gp > 0.0
         gp_c = np.where(gp_ok, gp, np.nan)
         ec = energy_and_cost(system, step, st["busy_time_s"], tokens_per_step, gp_c,
                              v["datacenter.pue"], v["datacenter.electricity_usd_per_kwh"],
-                             v["datacenter.lifetime_years"])
+                             v["datacenter.lifetime_years"], bom)
         tokens = v["training.tokens"]
         out = {
             "step_time_s": step,
@@ -133,12 +156,17 @@ def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v,
             "time_to_train_s": tokens / tps / gp_c,
             "goodput": gp_c,
             "checkpoint_interval_s": tau, "checkpoint_time_s": delta, "mtbi_s": mtbi,
+            "interruptions_per_hour": rate_total,  # issue 11: by class (0 when an all-cause rate is given)
+            **{f"interruptions_per_hour_{k}": np.where(system.interruptions_given > 0, 0.0, r)
+               for k, r in rates.items()},
             "params": n_params,
+            "active_params": active_params(model),  # issue 11
             "microbatches": plan.microbatches,
             "bubble_fraction": bubble_fraction(plan),
             **{k: val for k, val in st.items() if k != "step_time_s" and k != "memory_per_device_bytes"},
             **ec,
         }
+        out.update(carbon(v, system, ec))   # issue 14: operational + embodied carbon per token
     margin = out.get("network_link_budget_margin_db")
     if margin is not None:  # an optical path that cannot close its link budget is not buildable
         optics_bad = valid & (margin < 0)
@@ -160,6 +188,7 @@ def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v,
     out["valid"] = valid
     out["reason"] = code
     out["reason_table"] = table
+    out["reason_details"] = details
     return out
 
 
@@ -167,11 +196,13 @@ def _assemble(out: dict, r: Resolved, reason_codes: bool = False) -> xr.Dataset:
     """Units (and breakdown tags) attached as each variable is built, last, as xarray drops attrs.
 
     ``reason`` becomes strings (``""`` where valid), or stays integer codes into its
-    ``codes`` attribute with ``reason_codes``."""
+    ``codes`` attribute with ``reason_codes`` (then without the per-design details)."""
     n = r.n
     out = dict(out)
     table = out.pop("reason_table", None)
-    units = {"time_s": "s", "energy_j": "J", "capex_usd": "USD", "power_w": "W", "memory_bytes": "B"}
+    details = out.pop("reason_details", None)
+    units = {"time_s": "s", "energy_j": "J", "capex_usd": "USD", "power_w": "W", "memory_bytes": "B",
+             "carbon_kg": "kgCO2e"}
     data = {}
     for k, a in out.items():
         a = np.asarray(a)
@@ -185,6 +216,8 @@ def _assemble(out: dict, r: Resolved, reason_codes: bool = False) -> xr.Dataset:
                 a, attrs = a.astype(np.int16), {"units": "", "codes": list(table)}
             else:
                 a = np.asarray(table, dtype=object)[a]
+                if details is not None:
+                    a[details[0]] = details[1]
         # object strings (reason): skip xarray's per-element conversion of object arrays
         data[k] = xr.Variable(("design",), a, attrs, fastpath=a.dtype.kind == "O")
     ds = xr.Dataset(data, coords={"design": np.arange(n)})

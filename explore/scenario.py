@@ -66,7 +66,7 @@ def model_presets() -> dict[str, dict]:
     return tomllib.loads(_models_path().read_text())
 
 
-PRECISIONS = ("bf16", "fp16", "fp8")
+PRECISIONS = ("bf16", "fp16", "fp8", "fp4")  # fp4 (issue 11): NVFP4 GEMMs where the part has FP4
 # scale-out network choices (issue 4); kept here so the schema stays the one place of truth
 SCALE_OUT_TOPOLOGIES = ("fat-tree", "rail-optimized", "torus", "dragonfly", "ocs-torus", "ocs-reconfigurable")
 OPTICS = ("copper", "pluggable", "lpo", "cpo", "optical-io")
@@ -88,20 +88,42 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "experts": Field("int", 1, lo=1),
         "top_k": Field("int", 1, lo=1),
         "moe_ffn_hidden": Field("int", None, lo=1, doc="default: ffn_hidden"),
-        "shared_experts": Field("int", 0, lo=0),
+        "shared_experts": Field("int", 0, lo=0, doc="always-active experts of width moe_ffn_hidden"),
+        # --- frontier workloads (issue 11): MoE layout, attention variants (explore/model/moe.py, attention.py)
+        "dense_layers": Field("int", 0, lo=0, doc="MoE models: leading dense layers (DeepSeek-V3: 3)"),
+        "capacity_factor": Field("float", 1.0, lo=1.0,
+                                 doc="MoE: busiest expert's tokens / mean (load imbalance; it sets the pace)"),
+        "head_dim": Field("int", None, lo=1, doc="default: hidden / heads"),
+        "kv_lora_rank": Field("int", 0, lo=0, doc="multi-head latent attention (MLA) KV rank; 0 = GQA/MHA"),
+        "q_lora_rank": Field("int", 0, lo=0, doc="MLA query compression rank; 0 = none"),
+        "rope_head_dim": Field("int", 64, lo=0, doc="MLA decoupled RoPE key dimension"),
+        "sliding_window": Field("int", 0, lo=0, doc="attention window in tokens; 0 = full (causal) context"),
     },
     "training": {
         "global_batch": Field("int", REQUIRED, lo=1, doc="sequences per optimizer step"),
         "tokens": Field("float", 300e9, lo=0, lo_open=True, doc="token budget for time_to_train_s"),
         "precision": Field("choice", "bf16", choices=PRECISIONS),
         "flash_attention": Field("bool", True, doc="fused attention: no s^2 tensors in HBM"),
+        # --- precision recipes (issue 11, explore/model/precision.py)
+        "fp8_recipe": Field("choice", "per-tensor", choices=("per-tensor", "blockwise", "mxfp8"),
+                            doc="scaling of FP8 GEMMs (precision fp8 only)"),
+        "optimizer_moments": Field("choice", "fp32", choices=("fp32", "bf16"),
+                                   doc="Adam m and v precision (DeepSeek-V3: bf16)"),
+        "fp8_dispatch": Field("bool", False, doc="MoE dispatch all-to-all in FP8 (DeepSeek-V3); combine stays BF16"),
     },
     "parallelism": {
         "tp": Field("int", 1, lo=1),
         "pp": Field("int", 1, lo=1),
         "dp": Field("int", None, lo=1, doc="default: devices / (tp * pp * cp)"),
-        "cp": Field("int", 1, lo=1, hi=1, doc="context parallelism: placeholder, must be 1 for now"),
-        "ep": Field("int", 1, lo=1, hi=1, doc="expert parallelism: placeholder, must be 1 for now"),
+        "cp": Field("int", 1, lo=1, doc="context parallelism (ring attention); tp*pp*dp*cp = devices"),
+        "ep": Field("int", 1, lo=1, doc="expert parallelism; divides dp*cp and model.experts (Megatron-Core)"),
+        "etp": Field("int", None, lo=1, doc="expert tensor parallelism (MoE parallel folding); default: tp; "
+                                            "etp*ep divides tp*dp*cp"),
+        "moe_dispatcher": Field("choice", "alltoall", choices=("alltoall", "deepep"),
+                                doc="alltoall: one copy per selected expert; deepep: one copy per remote "
+                                    "scale-up domain, forwarded inside it (DeepEP / HybridEP)"),
+        "overlap_moe_comm": Field("bool", False,
+                                  doc="overlap MoE all-to-all with another microbatch's compute (EP A2A overlap)"),
         "microbatch": Field("int", 1, lo=1),
         "virtual_stages": Field("int", 1, lo=1, doc="interleaved 1F1B model chunks per pipeline rank"),
         "zero": Field("int", 1, lo=0, hi=3),
@@ -157,9 +179,13 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "restart_s": Field("float", 900.0, lo=0.0, doc="time to restart after an interruption"),
         "checkpoint_write_bps_per_device": Field("float", 8e9, lo=0, lo_open=True,
                                                  doc="storage write bandwidth per device, bits/s"),
+        # issue 14: carbon (explore/model/carbon.py)
+        "grid": Field("id", "usa", catalog="grid", doc="grid region for operational carbon (catalog/grid.toml)"),
+        "grid_kg_per_kwh": Field("float", None, lo=0.0, doc="grid carbon intensity; default: the region's"),
     },
 }
-TOP_KEYS = ("name", "description", "model", "training", "parallelism", "system", "datacenter")
+TOP_KEYS = ("name", "description", "model", "training", "parallelism", "system", "datacenter", "uncertainty")
+# `uncertainty` (issue 14) is read by explore.uncertainty; resolve() ignores it.
 # Inline accelerator tables accept the catalog fields plus `base`.
 ACCEL_FIELDS = ("peak_flops_bf16", "peak_flops_fp16", "peak_flops_fp8", "hbm_capacity_bytes",
                 "hbm_bandwidth_bytes_per_s", "tdp_w", "idle_power_w", "price_usd", "host_power_w",
@@ -421,6 +447,7 @@ def resolve(scenario: dict) -> Resolved:
     for k, v in values.items():
         if len(v) == 1 and n > 1:
             values[k] = np.broadcast_to(v, (n,))
+    _check_model_consistency(values)  # issue 11: MoE fields that contradict each other
     name = scenario.get("name", "")
     if not isinstance(name, str):
         raise ScenarioError(f"name: value {name!r} must be a string")
@@ -452,3 +479,20 @@ def _resolve_inline_accelerator(table: dict) -> dict[str, np.ndarray]:
 
 def _extra_given(table: dict) -> bool:
     return any(k in table for k in ACCEL_EXTRA_FIELDS)
+
+
+def _check_model_consistency(values: dict) -> None:
+    """Cross-field model rules that no design can satisfy (issue 11): raise naming field, value, allowed."""
+    e, k = values["model.experts"], values["model.top_k"]
+    moe = e > 1
+    bad = moe & (k > e)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ScenarioError(f"model.top_k: value {int(k[i])} is out of range; allowed: "
+                            f"1 ... model.experts ({int(e[i])})")
+    dl, L = values["model.dense_layers"], values["model.layers"]
+    bad = dl >= L
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ScenarioError(f"model.dense_layers: value {int(dl[i])} is out of range; allowed: "
+                            f"0 ... model.layers - 1 ({int(L[i]) - 1})")

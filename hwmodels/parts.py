@@ -9,6 +9,7 @@ datasheet, or ``"estimate: how derived"``). A part may instead carry a single
 """
 from __future__ import annotations
 
+import contextvars
 import difflib
 import functools
 import re
@@ -93,6 +94,25 @@ def get_part(kind: str, pid: str) -> dict:
     return cat[kind][pid]
 
 
+# Hook for explore.uncertainty: a callable (kind, unique ids, codes, field, values) -> values that
+# perturbs looked-up figures per array element (joint samples are more array elements). None = off.
+PERTURBATION: contextvars.ContextVar = contextvars.ContextVar("catalog_perturbation", default=None)
+
+
+def _perturb(kind: str, uniq, code, field: str, vals: np.ndarray) -> np.ndarray:
+    hook = PERTURBATION.get()
+    return vals if hook is None else hook(kind, uniq, code, field, vals)
+
+
+def perturb_rows(kind: str, ids, field: str, vals: np.ndarray, used=None) -> np.ndarray:
+    """A small table of parts (one row per id in ``ids``, gathered later by code): unchanged
+    when no perturbation is active, else (len(ids), elements) per-element values. ``used``:
+    the row indices the caller will gather (only those are sampled)."""
+    hook = PERTURBATION.get()
+    rows = getattr(hook, "rows", None)
+    return vals if rows is None else rows(kind, ids, field, vals, used)
+
+
 _CODES_CACHE: list = [None, None, None]  # (ids array, unique ids, inverse) of the last call
 
 
@@ -114,7 +134,7 @@ def lookup(kind: str, ids, field: str) -> np.ndarray:
     arr = np.asarray(ids)
     uniq, inv = _codes(kind, arr)
     vals = np.array([float(get_part(kind, str(u))[field]) for u in uniq])
-    return vals[inv]
+    return _perturb(kind, uniq, inv, field, vals[inv])
 
 
 def catalog_dataclass(cls, kind: str, ids):
@@ -132,7 +152,8 @@ def table(kind: str, ids, fields) -> dict[str, np.ndarray]:
     out = {}
     for f in fields:
         vals = np.array([float(p[f]) for p in parts])
-        out[f] = vals[code] if len(vals) > 1 else np.broadcast_to(vals[0], code.shape)
+        out[f] = _perturb(kind, uniq, code, f,
+                          vals[code] if len(vals) > 1 else np.broadcast_to(vals[0], code.shape))
     return out
 
 

@@ -52,6 +52,21 @@ def _tech_table():
     return _TECH_CACHE[0]
 
 
+def _per_element(t, code, n):
+    """The technology table with per-element values when a perturbation is active
+    (``hwmodels.parts.perturb_rows``): fields become (technologies, n) and are gathered at
+    ``(code, ix)``; otherwise unchanged with ``ix`` None."""
+    from hwmodels.parts import PERTURBATION, perturb_rows
+    if PERTURBATION.get() is None:
+        return t, None
+    used = np.unique(np.where(code == 0, 1, code)).tolist() + ([0] if (code == 0).any() else [])
+    f = {k: perturb_rows("optics", opt.TECHNOLOGIES, k, getattr(t, k), used) for k in opt.LinkTech.__dataclass_fields__}
+    if all(np.ndim(v) == 1 for v in f.values()):
+        return t, None
+    f = {k: np.broadcast_to(v[:, None], (len(v), n)) if np.ndim(v) == 1 else v for k, v in f.items()}
+    return opt.LinkTech(**f), np.arange(n)
+
+
 def link_classes(net: NetworkSpec, devices, su_size, nics_per_device, nic_bandwidth_bps,
                  switch_radix, switch_port_bandwidth_bps, oversubscription):
     """Switch/OCS counts and three link-class slots [(count, rate_bps, length_m, ocs_hops)] per design."""
@@ -109,24 +124,26 @@ def network_bom(net: NetworkSpec, devices, su_size, nics_per_device, nic_bandwid
     n = max(np.size(counts["switches"]), np.size(net.optics), np.size(net.ocs_insertion_loss_db),
             np.size(net.transceiver_power_w), np.size(net.transceiver_cost_usd))   # constants: 1
     t = _tech_table()
+    code = np.broadcast_to(net.optics, (n,))
+    t, ix = _per_element(t, code, n)   # issue 14: sampled optics figures (explore.uncertainty)
     base_dbm = t.receiver_sensitivity_dbm + t.link_margin_db + opt.path_loss_db(t, 0.0)
     fixed = t.dsp_energy_per_bit_j + t.analog_energy_per_bit_j
     per_w = 1e-3 / t.laser_wall_plug_efficiency / t.lane_rate_bps
     fibre = get_part("cables", "fibre-smf")
-    code = np.broadcast_to(net.optics, (n,))
     is_cu_choice = code == 0
     co = np.where(is_cu_choice, 1, code)                      # optical fallback for copper: pluggable
+    cx = co if ix is None else (co, ix)
     override = np.isfinite(net.transceiver_power_w)
     il = np.broadcast_to(np.asarray(net.ocs_insertion_loss_db, dtype=float), (n,))
     z = np.zeros(n)
     tr_n = tr_w = tr_usd = cu_n = cu_w = cu_usd = fib_n = fib_m = z
     margin = np.full(n, np.inf)
     laser = z
-    bdm, fdb, fx, pw, usd = base_dbm[co], t.fibre_loss_db_per_m[co], fixed[co], per_w[co], t.cost_usd_per_bps[co]
-    mx = 10.0 * np.log10(np.maximum(t.laser_max_power_w / t.lanes_per_laser, 1e-30))[co] + 30.0
+    bdm, fdb, fx, pw, usd = base_dbm[cx], t.fibre_loss_db_per_m[cx], fixed[cx], per_w[cx], t.cost_usd_per_bps[cx]
+    mx = 10.0 * np.log10(np.maximum(t.laser_max_power_w / t.lanes_per_laser, 1e-30))[cx] + 30.0
     for c, r, ln, hp in classes:
         dbm = bdm + ln * fdb + hp * il
-        lp = np.where(t.optical[co] > 0, 10.0 ** (dbm / 10.0), 0.0)      # mW per lane
+        lp = np.where(t.optical[cx] > 0, 10.0 ** (dbm / 10.0), 0.0)      # mW per lane
         e_w = np.where(override, net.transceiver_power_w, (fx + pw * lp) * r)
         e_usd = np.where(override, net.transceiver_cost_usd, usd * r)
         use_cu = is_cu_choice & (ln <= t.reach_m[0])
@@ -149,7 +166,7 @@ def network_bom(net: NetworkSpec, devices, su_size, nics_per_device, nic_bandwid
     power = {"switches": counts["switches"] * switch_power_w, "transceivers": tr_w,
              "ocs": counts["ocs"] * net.ocs_power_w, "cables": cu_w, "fibre": z}
     # failures in time (per 1e9 h) of the link ends, cables and OCSes (switch FIT n/f: not counted)
-    fit = tr_n * t.fit[co] + cu_n * t.fit[0] + counts["ocs"] * net.ocs_fit
+    fit = tr_n * t.fit[cx] + cu_n * t.fit[0] + counts["ocs"] * net.ocs_fit
     counts.update(transceivers=tr_n, copper_cables=cu_n, fibres=fib_n, fibre_m=fib_m,
                   link_budget_margin_db=margin, laser_power_w_per_lane=laser, fit=fit)
     return counts, capex, power

@@ -64,17 +64,63 @@ def format_rows(ds) -> str:
 def _evaluate_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("scenario", help="scenario TOML file")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--samples", type=int, default=None,
+                   help="N joint draws of the uncertain catalog figures and calibration constants: "
+                        "print the median and 5-95 %% band of each headline metric")
+    p.add_argument("--seed", type=int, default=0, help="seed of the draws (with --samples)")
+
+
+BAND_METRICS = ("step_time_s", "mfu", "time_to_train_s", "energy_per_token_j", "cost_per_token_usd",
+                "carbon_per_token_kg", "capex_usd", "power_w", "embodied_carbon_share")
+
+
+def format_bands(ds, b) -> str:
+    """Median and 5-95 % band of each headline metric, one block per design."""
+    lines = [f"lightpath evaluate: {ds.attrs.get('scenario_name', '')} ({ds.attrs['samples']} samples, "
+             f"seed {ds.attrs['seed']}, {ds.attrs['uncertain_inputs']} uncertain inputs)",
+             f"  {'metric':<24} {'median':>14} {'5 %':>14} {'95 %':>14}"]
+    for i in range(ds.sizes["design"]):
+        if ds.sizes["design"] > 1:
+            lines.append(f"design {i}:")
+        for k in BAND_METRICS:
+            unit = ds[k].attrs.get("units", "")
+            q = [float(b[k].sel(quantile=x).values[i]) for x in (0.5, 0.05, 0.95)]
+            if k == "cost_per_token_usd":
+                cells = [f"{x * 1e6:.4g} USD/Mtok" for x in q]
+            elif k == "carbon_per_token_kg":
+                cells = [f"{x * 1e9:.4g} mg/token" for x in q]
+            else:
+                cells = [_si(x, unit) for x in q]
+            lines.append(f"  {k:<24} " + " ".join(f"{c:>14}" for c in cells))
+        frac = float(ds["valid"].values[:, i].mean())
+        if frac < 1:
+            lines.append(f"  valid in {100 * frac:.1f} % of the samples")
+    return "\n".join(lines)
 
 
 def _evaluate_run(a) -> int:
     from explore.evaluate import evaluate, to_json_dict
     from explore.scenario import ScenarioError, load_scenario
+    from explore.uncertainty import UncertaintyError
+    if a.samples is not None and a.samples < 1:
+        raise UserError(f"evaluate --samples: value {a.samples} is not allowed; allowed: an integer >= 1")
     try:
         sc = load_scenario(a.scenario)
-        ds = evaluate(sc)
-    except (ScenarioError, CatalogError) as e:
+        ds = evaluate(sc, samples=a.samples, seed=a.seed)
+    except (ScenarioError, CatalogError, UncertaintyError) as e:
         msg = str(e)
         raise UserError(msg if msg.startswith(a.scenario) else f"{a.scenario}: {msg}") from None
+    if a.samples is not None:
+        from explore.uncertainty import bands
+        b = bands(ds, list(BAND_METRICS))
+        if a.json:
+            print(json.dumps({"name": ds.attrs.get("scenario_name", ""), "samples": a.samples, "seed": a.seed,
+                              "bands": [{k: {f"q{int(q * 100):02d}": _num(b[k].sel(quantile=q).values[i])
+                                             for q in (0.05, 0.5, 0.95)} for k in BAND_METRICS}
+                                        for i in range(ds.sizes["design"])]}, indent=2))
+        else:
+            print(format_bands(ds, b))
+        return 0
     if ds.sizes["design"] != 1:  # TOML lists are arrays of designs: one row each
         if a.json:
             print(json.dumps([to_json_dict(ds, i) for i in range(ds.sizes["design"])], indent=2))
@@ -89,6 +135,11 @@ def _evaluate_run(a) -> int:
     else:
         print(format_table(ds))
     return 0
+
+
+def _num(x):
+    x = float(x)
+    return x if np.isfinite(x) else None
 
 
 register("evaluate", "evaluate one scenario and print its metrics", _evaluate_args, _evaluate_run)

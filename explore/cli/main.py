@@ -3,7 +3,7 @@
 Every user error (bad file, bad field, unknown id) exits with status 2 and one
 readable line naming the file, the field, the value and what is allowed; never
 a traceback. Subcommands live in their own modules (``evaluate``, ``catalog``, ``search``,
-``sweep``) and register in ``COMMANDS`` on import.
+``sweep``, ``sensitivity``) and register in ``COMMANDS`` on import.
 """
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def _load_plugins() -> None:
     """Subcommands defined in other modules (search, sweep, ...) register on import."""
     import importlib
     for mod in ("explore.cli.evaluate", "explore.cli.catalog", "explore.cli.search",
-                "explore.cli.sweep"):
+                "explore.cli.sweep", "explore.cli.sensitivity", "explore.cli.study"):
         try:
             importlib.import_module(mod)
         except ModuleNotFoundError as e:

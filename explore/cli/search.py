@@ -20,6 +20,8 @@ def _search_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--plan", choices=("search", "enumerate"), help="how the parallel plan is chosen")
     p.add_argument("--resume", action="store_true", help="continue from OUT.ckpt's last generation")
     p.add_argument("--html", help="also write the Pareto plot to this HTML file")
+    p.add_argument("--figure", action="append", default=[],
+                   help="also write the plot to this PNG, SVG or PDF file (repeatable)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -35,6 +37,7 @@ def _user_errors(fn, *args, **kw):
 def _search_run(a) -> int:
     from explore.search.problem import checkpoint_settings, run_search, settings_for
     from explore.search.space import load_space
+    _check_figures(a)
     space = _user_errors(load_space, a.space)
     out = Path(a.out) if a.out else Path(Path(a.space).stem + ".nc")
     if not out.parent.exists():
@@ -57,15 +60,40 @@ def _search_run(a) -> int:
         return 130
     print(front_table(ds))
     print(f"wrote {out}")
+    _figures(ds, a)
+    return 0
+
+
+def _check_figures(a) -> None:
+    for f in getattr(a, "figure", []):
+        if Path(f).suffix.lower() not in (".png", ".svg", ".pdf"):
+            raise UserError(f"--figure: value {f!r} is not allowed; allowed: a file ending in "
+                            f".png, .svg or .pdf")
+        if not Path(f).parent.exists():
+            raise UserError(f"--figure: directory {Path(f).parent} does not exist")
+
+
+def _figures(ds, a) -> None:
+    from explore.search.plot import write_html, write_static
     if a.html:
-        from explore.search.plot import write_html
         write_html(ds, a.html)
         print(f"wrote {a.html}")
-    return 0
+    for f in a.figure:
+        write_static(ds, f)
+        print(f"wrote {f}")
 
 
 def _value(x) -> str:
     return f"{x:.4g}" if isinstance(x, (float, np.floating)) else str(x)
+
+
+def _human(metric: str, x: float, ds) -> str:
+    """A metric in the unit a reader expects (days, J/token, USD per million tokens)."""
+    from explore import figures
+    if metric in figures._HUMAN or metric.endswith(("_j", "_usd", "_w")):
+        _, unit, scale = figures.human(metric, ds[metric].values if metric in ds else [x])
+        return figures.fmt(x * scale, unit)
+    return _si(x, ds[metric].attrs.get("units", "") if metric in ds else "")
 
 
 def front_table(ds, rows: int = 15) -> str:
@@ -81,11 +109,12 @@ def front_table(ds, rows: int = 15) -> str:
     objs = [str(o) for o in ds["objective"].values]
     names = decision_names(ds)
     pick = np.unique(np.linspace(0, n - 1, min(rows, n)).round().astype(int))
-    cols = [f"{o} ({s})" for o, s in zip(objs, ds["sense"].values)] + names
+    robust = "p_nondominated" in ds   # issue 14: robust search results
+    cols = [f"{o} ({s})" for o, s in zip(objs, ds["sense"].values)] + (["P(nondom)"] if robust else []) + names
     table = []
     for i in pick:
-        cells = [_si(float(ds["objectives"].values[i, j]), ds[o].attrs.get("units", "") if o in ds else "")
-                 for j, o in enumerate(objs)]
+        cells = [_human(o, float(ds["objectives"].values[i, j]), ds) for j, o in enumerate(objs)]
+        cells += [f"{float(ds['p_nondominated'].values[i]):.2f}"] if robust else []
         cells += [_value(ds[nm].values[i]) for nm in names]
         table.append(cells)
     w = [max(len(c), *(len(r[k]) for r in table)) for k, c in enumerate(cols)]
@@ -99,11 +128,13 @@ def front_table(ds, rows: int = 15) -> str:
 def _pareto_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("result", help="result NetCDF file of 'lightpath search'")
     p.add_argument("--html", help="write an interactive plotly plot of the front to this file")
+    p.add_argument("--figure", action="append", default=[],
+                   help="write the plot to this PNG, SVG or PDF file (repeatable)")
 
 
 def _pareto_run(a) -> int:
-    from explore.search.plot import write_html
     from explore.search.results import read_result
+    _check_figures(a)
     p = Path(a.result)
     if not p.is_file():
         raise UserError(f"{p}: file not found")
@@ -114,9 +145,7 @@ def _pareto_run(a) -> int:
     if "objectives" not in ds or "hypervolume" not in ds:
         raise UserError(f"{p}: not a lightpath search result (no 'objectives' variable)")
     print(front_table(ds))
-    if a.html:
-        write_html(ds, a.html)
-        print(f"wrote {a.html}")
+    _figures(ds, a)
     return 0
 
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from hwmodels.parts import PERTURBATION
+
 
 def is_constant(a) -> bool:
     """True for a scalar, a length-1 array or a stride-0 broadcast view (one value repeated)."""
@@ -25,12 +27,15 @@ def is_constant(a) -> bool:
 
 
 def fit(a, n: int, dtype=None) -> np.ndarray:
-    """``a`` as a 1-D array of length 1 (constant) or ``n``; never a full-length copy of a constant."""
+    """``a`` as a 1-D array of length 1 (constant) or ``n``; never a full-length copy of a constant.
+
+    While catalog figures are perturbed per element (uncertainty samples, ``sharing_allowed``)
+    a broadcast constant keeps its length ``n``: each element may then draw its own figure."""
     a = np.asarray(a) if dtype is None else np.asarray(a, dtype=dtype)
     if a.ndim == 0:
-        return a.reshape(1)
+        return a.reshape(1) if PERTURBATION.get() is None else np.broadcast_to(a, (n,))
     if a.ndim == 1 and a.shape[0] > 1 and a.strides[0] == 0:
-        return a[:1]
+        return a[:1] if PERTURBATION.get() is None else a
     if a.shape == (1,) or a.shape == (n,):
         return a
     return np.broadcast_to(a, (n,))
@@ -167,3 +172,15 @@ def per_rows(fn, rows: "UniqueRows | None", *args):
     small = [take(a, rows.index) if dataclasses.is_dataclass(a) and not isinstance(a, type)
              else rows.take(a) if isinstance(a, np.ndarray) else a for a in args]
     return {k: rows.gather(v) for k, v in fn(*small).items()}
+
+
+def sharing_allowed(calibration=None) -> bool:
+    """False while catalog figures are perturbed per array element (``hwmodels.parts.PERTURBATION``,
+    uncertainty samples) or calibration constants are arrays: equal inputs then need not give
+    equal results, so nothing is shared between rows."""
+    import dataclasses
+    if PERTURBATION.get() is not None:
+        return False
+    if calibration is not None and dataclasses.is_dataclass(calibration):
+        return all(np.size(getattr(calibration, f.name)) <= 1 for f in dataclasses.fields(calibration))
+    return True

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from explore.model.cardinality import UniqueRows, per_rows
+from explore.model.cardinality import UniqueRows, per_rows, sharing_allowed
 from explore.model.system import SystemSpec
 from topologies import fat_tree
 
@@ -66,7 +66,7 @@ def _network_bom_per_hardware(s: SystemSpec):
         a = getattr(net, f.name)
         cols.extend(a if isinstance(a, tuple) else (a,))
     n = max(np.size(a) for a in cols)
-    rows = UniqueRows(cols, n) if n > 1 else None
+    rows = UniqueRows(cols, n) if n > 1 and sharing_allowed() else None
 
     def flat(*a):
         counts, capex, power = net_bom.network_bom(*a)
@@ -81,9 +81,9 @@ def _network_bom_per_hardware(s: SystemSpec):
     return tuple({k: v for (t, k), v in out.items() if t == part} for part in "ncp")
 
 
-def capex_and_power(s: SystemSpec) -> tuple[dict, dict]:
-    """Capex (USD) and static power (W) by component, whole cluster."""
-    bom = network_bom(s)
+def capex_and_power(s: SystemSpec, bom=None) -> tuple[dict, dict]:
+    """Capex (USD) and static power (W) by component, whole cluster (``bom``: a precomputed network_bom)."""
+    bom = network_bom(s) if bom is None else bom
     capex = {
         "accelerators": s.devices * s.price_usd,
         "hosts": s.devices * s.host_price_usd,
@@ -127,8 +127,8 @@ def split_accelerator(s: SystemSpec, capex: dict, energy: dict) -> None:
 
 
 def energy_and_cost(s: SystemSpec, step_time_s, busy_time_s, tokens_per_step, goodput,
-                    pue, usd_per_kwh, lifetime_years) -> dict[str, np.ndarray]:
-    capex, static_power, bom = capex_and_power(s)
+                    pue, usd_per_kwh, lifetime_years, bom=None) -> dict[str, np.ndarray]:
+    capex, static_power, bom = capex_and_power(s, bom)
     dyn_power = s.devices * (s.tdp_w - s.idle_power_w)
     energy = {k: p * step_time_s for k, p in static_power.items()}
     energy["accelerators_idle"] = energy["accelerators_idle"]

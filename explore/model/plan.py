@@ -3,6 +3,15 @@
 Placement follows Megatron-LM's rank order (tensor innermost, then context,
 data, pipeline): the tensor group is contiguous, the data group has stride
 ``tp * cp`` and the pipeline group stride ``tp * cp * dp``.
+
+Device count (Megatron-Core): tp * pp * dp * cp = devices. Expert parallelism
+does not add a factor. MoE layers re-fold the tp * dp * cp ranks of a stage
+(Megatron-Core "MoE parallel folding", Liu et al. 2025, arXiv:2504.14960):
+etp * ep * edp = tp * dp * cp, with the expert tensor-parallel degree etp
+innermost, then ep (an expert group has stride etp), then the expert-data-parallel
+group edp (stride etp * ep), which reduces the expert gradients. With the default
+etp = tp this is "ep divides dp * cp" (older Megatron); ep must also divide the
+number of experts.
 Rules that break a design mark it invalid with a reason; they never raise.
 """
 from __future__ import annotations
@@ -32,6 +41,11 @@ class ParallelPlan:
     overlap_tp_comm: np.ndarray
     grad_reduce_bytes: np.ndarray
     global_batch: np.ndarray
+    # --- issue 11: expert parallelism (explore/model/moe.py)
+    ep: np.ndarray = 1.0
+    overlap_moe_comm: np.ndarray = False
+    etp: np.ndarray = 1.0                 # expert tensor parallel degree (default: tp)
+    deepep: np.ndarray = False            # dispatcher sends one copy per remote scale-up domain
 
     @classmethod
     def from_resolved(cls, r) -> "ParallelPlan":
@@ -54,7 +68,11 @@ class ParallelPlan:
                   overlap_param_gather=np.asarray(v["parallelism.overlap_param_gather"], bool),
                   overlap_tp_comm=np.asarray(v["parallelism.overlap_tp_comm"], bool),
                   grad_reduce_bytes=v["parallelism.grad_reduce_bytes"].astype(float),
-                  global_batch=v["training.global_batch"].astype(float))
+                  global_batch=v["training.global_batch"].astype(float),
+                  ep=v["parallelism.ep"].astype(float),
+                  overlap_moe_comm=np.asarray(v["parallelism.overlap_moe_comm"], bool),
+                  etp=v["parallelism.etp"].astype(float) if "parallelism.etp" in v else tp,
+                  deepep=np.asarray(v["parallelism.moe_dispatcher"]) == "deepep")
         return cls(**{k: fit(a, n) for k, a in kw.items()})   # constants stay length 1
 
     @property
@@ -83,7 +101,11 @@ def check_rules(m: ModelSpec, plan: ParallelPlan, devices, fp_ok):
 
     The first broken rule of a design is its reason."""
     code, table = rule_codes(m, plan, devices, fp_ok)
-    return code == 0, np.asarray(table, dtype=object)[code]
+    reason = np.asarray(table, dtype=object)[code]
+    details = reason_details(plan, code, table)
+    if details is not None:
+        reason[details[0]] = details[1]
+    return code == 0, reason
 
 
 def rule_codes(m: ModelSpec, plan: ParallelPlan, devices, fp_ok):
@@ -106,6 +128,12 @@ def rule_codes(m: ModelSpec, plan: ParallelPlan, devices, fp_ok):
         ((plan.virtual_stages > 1) & (np.mod(plan.microbatches, plan.pp) != 0),
          "interleaved 1F1B needs the microbatch count to be a multiple of pp"),
         (~fp_ok, "training.precision is not supported by the accelerator"),
+        # issue 11: expert and context parallelism (Megatron-Core convention, moe.py / context.py)
+        (np.mod(plan.tp * plan.dp * plan.cp, plan.ep * plan.etp) != 0, EP_RULE),
+        (np.mod(m.moe_ffn_hidden, plan.etp) != 0, "parallelism.etp must divide model.moe_ffn_hidden"),
+        ((plan.ep > 1) & (m.experts <= 1), "parallelism.ep > 1 needs a MoE model (model.experts > 1)"),
+        ((m.experts > 1) & (np.mod(m.experts, plan.ep) != 0), "parallelism.ep must divide model.experts"),
+        (np.mod(m.seq_len, plan.cp) != 0, "parallelism.cp must divide model.seq_len"),
     ]
     code = np.zeros(n, dtype=np.int16)
     for i, (bad, why) in enumerate(rules, 1):     # later rules only where no earlier one broke
@@ -113,3 +141,21 @@ def rule_codes(m: ModelSpec, plan: ParallelPlan, devices, fp_ok):
         if bad.any():
             code[bad & (code == 0)] = i
     return code, ("",) + tuple(why for _, why in rules)
+
+
+EP_RULE = "parallelism: ep*etp must divide tp*dp*cp"
+
+
+def reason_details(plan: ParallelPlan, code, table):
+    """(mask, strings) of designs whose reason names their values (issue 11: the expert-parallel
+    rule), to replace the table's text of those designs; None when no design needs it."""
+    hit = code == table.index(EP_RULE)
+    if not hit.any():
+        return None
+    i = lambda a: np.broadcast_to(a, hit.shape)[hit].astype(np.int64).astype(str)  # noqa: E731
+    s = np.strings
+    q = i(np.floor(plan.tp * plan.dp * plan.cp / plan.etp))
+    msg = s.add(s.add(s.add(s.add(s.add(s.add(s.add(
+        "parallelism.ep: value ", i(plan.ep)), " (etp = "), i(plan.etp)), ") must divide tp*dp*cp/etp = "), q),
+        " (Megatron-Core: ep*etp divides tp*dp*cp; with etp = tp, ep divides dp*cp); allowed: a divisor of "), q)
+    return hit, msg.astype(object)

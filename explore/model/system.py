@@ -57,6 +57,7 @@ class SystemSpec:
     io_bandwidth_bps: np.ndarray = np.inf        # off-package I/O the package offers, per direction
     accelerator_parts: dict | None = None        # per-component cost and power shares (costs.py)
     network: object | None = None                # topologies.network.NetworkSpec (the step model requires it)
+    interruptions_given: np.ndarray = False      # issue 11: an all-cause rate per device was given explicitly
 
 
 def accelerator_arrays(r) -> dict[str, np.ndarray]:
@@ -170,6 +171,11 @@ def build_system(r) -> SystemSpec:
     prec = np.asarray(v["training.precision"])
     peak = np.where(prec == "fp8", acc["peak_flops_fp8"],
                     np.where(prec == "fp16", acc["peak_flops_fp16"], acc["peak_flops_bf16"]))
+    if np.any(prec == "fp4"):  # issue 11: FP4 peak of catalog parts (0 = none; parametric parts: none)
+        ids = v.get("system.accelerator")
+        fp4 = (lookup("accelerators", ids, "peak_flops_fp4") if ids is not None and "hw" not in acc
+               else 0.0)
+        peak = np.where(prec == "fp4", np.broadcast_to(fp4, (n,)), peak)
     su_bw, su_lat, su_pw, su_cost = _link(r, "system.scale_up")
     su_pw, su_cost = _scale_up_switches(r, su_bw, su_pw, su_cost)  # issue 4: switched domains
     nic_bw, so_lat, nic_pw, nic_cost = _link(r, "system.scale_out")
@@ -199,6 +205,8 @@ def build_system(r) -> SystemSpec:
         transceiver_cost_usd=np.nan if tr is None else lookup("switches", tr, "cost_usd"),
     )
     kw.update(_parametric_kw(acc, su_bw))  # issue 3: parametric accelerator
+    kw["interruptions_given"] = float("datacenter.interruptions_per_device_hour" in v
+                                      or "system.accelerator.interruptions_per_hour" in v)  # issue 11
     parts = acc["hw"] if "hw" in acc else None
     return SystemSpec(**{k: fit(a, n, float) for k, a in kw.items()},
                       accelerator_parts=parts, network=network_spec(r))
@@ -239,7 +247,8 @@ def network_spec(r):
     il = v.get(so + "ocs_insertion_loss_db")
     rs = v.get(so + "ocs_reconfig_s")
     tp, pp = f("parallelism.tp"), f("parallelism.pp")
-    dp = f("parallelism.dp") if "parallelism.dp" in v else np.maximum(np.floor(devices / (tp * pp)), 1.0)
+    dp = f("parallelism.dp") if "parallelism.dp" in v else np.maximum(
+        np.floor(devices / (tp * pp * f("parallelism.cp"))), 1.0)  # issue 11: cp ranks
     mbs = f("parallelism.microbatch")
     gb, seq = f("training.global_batch"), f("model.seq_len")
     dp_b, pp_b = reconfig.plan_traffic_bytes(f("model.layers"), f("model.hidden"), seq, mbs,

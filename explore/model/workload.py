@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from explore.model import attention as _attn  # issue 11
+from explore.model import moe as _moe          # issue 11
 from explore.model.cardinality import fit
 
 
@@ -36,6 +38,14 @@ class ModelSpec:
     top_k: np.ndarray
     moe_ffn_hidden: np.ndarray
     shared_experts: np.ndarray
+    # --- issue 11 (frontier workloads): MoE layout and attention variants, see moe.py / attention.py
+    dense_layers: np.ndarray = 0.0
+    capacity_factor: np.ndarray = 1.0
+    head_dim: np.ndarray = None          # None: hidden / heads
+    kv_lora_rank: np.ndarray = 0.0
+    q_lora_rank: np.ndarray = 0.0
+    rope_head_dim: np.ndarray = 64.0
+    sliding_window: np.ndarray = 0.0
 
     @classmethod
     def from_resolved(cls, r) -> "ModelSpec":
@@ -53,6 +63,14 @@ class ModelSpec:
             experts=v["model.experts"].astype(float), top_k=v["model.top_k"].astype(float),
             moe_ffn_hidden=np.asarray(v.get("model.moe_ffn_hidden", ffn), dtype=float),
             shared_experts=v["model.shared_experts"].astype(float),
+            # issue 11: MoE layout, attention variants
+            dense_layers=v["model.dense_layers"].astype(float),
+            capacity_factor=v["model.capacity_factor"].astype(float),
+            head_dim=np.asarray(v.get("model.head_dim", h / v["model.heads"]), dtype=float),
+            kv_lora_rank=v["model.kv_lora_rank"].astype(float),
+            q_lora_rank=v["model.q_lora_rank"].astype(float),
+            rope_head_dim=v["model.rope_head_dim"].astype(float),
+            sliding_window=v["model.sliding_window"].astype(float),
         )
         n = r.n
         return cls(**{k: fit(a, n) for k, a in kw.items()})   # constants stay length 1
@@ -63,9 +81,9 @@ def _mats(gated):
 
 
 def attention_params(m: ModelSpec):
-    """QKV and output projections: h (h + 2 h g/a) + h^2 (biases ignored)."""
-    h = m.hidden
-    return h * (h + 2 * h * m.kv_heads / m.heads) + h * h
+    """QKV and output projections: h (h + 2 h g/a) + h^2 (biases ignored) for d_h = h/a;
+    general head width and MLA in ``attention.attention_params`` (issue 11)."""
+    return _attn.attention_params(m)
 
 
 def is_moe(m: ModelSpec):
@@ -73,21 +91,25 @@ def is_moe(m: ModelSpec):
 
 
 def mlp_params(m: ModelSpec):
-    """All MLP weights of a layer: dense k h f, or E experts + shared experts + router."""
+    """MLP weights per layer (mean over layers): dense k h f, or in MoE layers E experts +
+    shared experts (width f_moe) + router; the first ``dense_layers`` are dense (moe.py)."""
     k = _mats(m.gated_mlp)
     dense = k * m.hidden * m.ffn_hidden
-    moe = (m.experts * k * m.hidden * m.moe_ffn_hidden
-           + m.shared_experts * k * m.hidden * m.ffn_hidden + m.hidden * m.experts)
-    return np.where(is_moe(m), moe, dense)
+    moe = _moe.routed_params(m, k) + _moe.shared_params(m, k) + _moe.router_params(m)
+    return _moe.mean_over_layers(m, moe, dense)
 
 
 def mlp_active_params(m: ModelSpec):
-    """MLP weights a token passes through: top_k routed + shared experts (+ router)."""
+    """MLP weights a token passes through (mean over layers): top_k routed + shared experts (+ router)."""
     k = _mats(m.gated_mlp)
     dense = k * m.hidden * m.ffn_hidden
-    moe = (m.top_k * k * m.hidden * m.moe_ffn_hidden
-           + m.shared_experts * k * m.hidden * m.ffn_hidden + m.hidden * m.experts)
-    return np.where(is_moe(m), moe, dense)
+    moe = m.top_k * k * m.hidden * m.moe_ffn_hidden + _moe.shared_params(m, k) + _moe.router_params(m)
+    return _moe.mean_over_layers(m, moe, dense)
+
+
+def active_params(m: ModelSpec):
+    """Parameters a token passes through (MoE: active; dense: all), embeddings included."""
+    return m.layers * (attention_params(m) + mlp_active_params(m) + 4 * m.hidden) + embedding_params(m) + 2 * m.hidden
 
 
 def layer_params(m: ModelSpec):
@@ -110,8 +132,9 @@ def layer_gemm_flops_per_token(m: ModelSpec):
 
 
 def layer_attention_flops_per_token(m: ModelSpec):
-    """Forward attention-core FLOPs per token and layer: Q K^T and A V, 2 * 2 s h."""
-    return 4.0 * m.seq_len * m.hidden
+    """Forward attention-core FLOPs per token and layer: Q K^T and A V, 2 * 2 s h.
+    Issue 11: s -> the attention span (sliding window), h -> the core width (head_dim, MLA)."""
+    return 4.0 * _attn.attention_span(m) * _attn.core_width(m)
 
 
 def logits_flops_per_token(m: ModelSpec):
@@ -129,9 +152,10 @@ def model_flops_per_token(m: ModelSpec):
 
 
 def mlp_inner_width(m: ModelSpec):
-    """Width of the MLP intermediate a token occupies: f, or top_k f_moe + shared f."""
-    return np.where(is_moe(m), m.top_k * m.moe_ffn_hidden + m.shared_experts * m.ffn_hidden,
-                    m.ffn_hidden)
+    """Width of the MLP intermediate a token occupies (mean over layers): f, or
+    (top_k x capacity_factor + shared) f_moe in MoE layers."""
+    return _moe.mean_over_layers(m, (m.top_k * m.capacity_factor + m.shared_experts) * m.moe_ffn_hidden,
+                                 m.ffn_hidden)
 
 
 def activation_bytes_per_layer(m: ModelSpec, micro, tp, sp, recompute, flash):

@@ -487,6 +487,9 @@ def run_search(space, settings: SearchSettings | None = None, out=None, resume: 
     else:
         px = pf = pcv = None
     ds = result_dataset(space, settings, archive, hist, px, pf, pcv, problem.n_designs)
+    if getattr(space, "robust", None) and ds.sizes.get("design", 0):   # issue 14: P(non-dominated) of each Pareto design
+        from explore.uncertainty.robust import add_nondominance
+        ds = add_nondominance(ds, space)
     if out is not None:
         write_result(ds, out)
     return ds

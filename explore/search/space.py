@@ -17,6 +17,7 @@ nics = { field = "system.scale_out.nics_per_device", low = 0.5, high = 4, log = 
 [couplings]                    # devices = N, or a capex budget that sets the device count
 capex_budget_usd = 3e8
 device_multiple = "parallelism.tp * parallelism.pp"
+platforms = "shipped"          # accelerator / scale-up pairings vendors ship only ("what-if": any)
 
 [constraints]                  # any metric, with min and/or max; memory fit is always one
 power_w = { max = 2.5e7 }
@@ -53,7 +54,7 @@ __all__ = ["Space", "SpaceError", "Variable", "Constraint", "Expression", "load_
            "schema_field"]
 
 TOP_KEYS = ("name", "description", "base", "variables", "derived", "couplings", "constraints",
-            "objectives", "search", "sweep")
+            "objectives", "search", "sweep", "uncertainty")
 DEFAULT_OBJECTIVES = (("time_to_train_s", "min"), ("energy_per_token_j", "min"),
                       ("cost_per_token_usd", "min"))
 
@@ -97,6 +98,7 @@ class Space:
     fingerprint: str = ""
     metrics: tuple = ()
     path: str = ""
+    robust: dict = field(default_factory=dict)   # issue 14: [uncertainty] + quantile objectives
 
     # -- building scenarios ------------------------------------------------------------
     def variable(self, name: str) -> Variable:
@@ -126,9 +128,29 @@ class Space:
         bad = np.zeros(n, dtype=bool)
         reason = np.full(n, "", dtype=object)
         bad, reason = self._apply_derived(sc, env, n, bad, reason)
+        if self.couplings.get("platforms") == "shipped":
+            bad, reason = self._shipped_only(sc, n, bad, reason)
         if "capex_budget_usd" in self.couplings:
             bad, reason = self._budget_devices(sc, env, n, bad, reason)
         return sc, bad, reason
+
+    @staticmethod
+    def _shipped_only(sc, n, bad, reason):
+        """``platforms = "shipped"``: pairings of accelerator and scale-up fabric / domain size
+        that no vendor ships (explore/data/platforms.toml) are invalid designs."""
+        from explore.platforms import whatif
+        acc = get_field(sc, "system.accelerator")
+        if isinstance(acc, dict):            # inline (parametric) accelerator: any fabric
+            return bad, reason
+        cols = [np.broadcast_to(np.asarray(d if get_field(sc, p) is None else get_field(sc, p)), (n,))
+                for p, d in (("system.accelerator", ""), ("system.scale_up.link", "nvlink4"),
+                             ("system.scale_up.size", 8))]
+        w = whatif(*cols) & ~bad
+        if w.any():
+            reason = reason.copy()
+            reason[w] = [f"what-if platform: {a} does not ship with {l} x {int(z)} "
+                         f"(explore/data/platforms.toml)" for a, l, z in zip(*(c[w] for c in cols))]
+        return bad | w, reason
 
     def _apply_derived(self, sc, env, n, bad, reason):
         bad = bad.copy()
@@ -194,6 +216,9 @@ class Space:
         from explore.evaluate import evaluate
         sc, bad, reason = self._batch(columns)
         ds = evaluate(sc, reason_codes=reason_codes)
+        if self.robust:   # issue 14: quantile objectives over joint samples of the uncertain inputs
+            from explore.uncertainty.robust import add_quantile_objectives
+            ds = add_quantile_objectives(ds, sc, self.robust)
         n = ds.sizes["design"]
         if reason_codes:
             table = list(ds["reason"].attrs["codes"])
@@ -206,6 +231,7 @@ class Space:
             ds["reason"] = ("design", code, {"units": "", "codes": table + list(extra)})
         elif bad.any():
             ds["reason"] = ("design", np.where(bad, reason.astype(str), ds["reason"].values))
+        if bad.any():
             ds["valid"] = ("design", ds["valid"].values & ~bad)
             ds["valid"].attrs["units"] = "bool"
         coords = {}
@@ -349,18 +375,27 @@ def load_space(path_or_dict) -> Space:
     space.constraints = _constraints(where, doc.get("constraints", {}), bounded, probe)
     if "capex_budget_usd" in couplings:
         space.constraints.append(Constraint("capex_usd", None, float(couplings["capex_budget_usd"])))
-    space.objectives = _objectives(where, doc.get("objectives"), numeric)
+    space.objectives, quantiles = _objectives(where, doc.get("objectives"), numeric)
+    if quantiles or "uncertainty" in doc:
+        from explore.uncertainty.robust import robust_settings
+        space.robust = robust_settings(where, doc.get("uncertainty", {}), quantiles)
     space.fingerprint = _fingerprint(space)
     return space
 
 
 def _couplings(where, raw: dict, seen: dict, names_ok: set) -> dict:
-    allowed = ("devices", "capex_budget_usd", "device_multiple")
+    allowed = ("devices", "capex_budget_usd", "device_multiple", "platforms")
     for k in raw:
         if k not in allowed:
             raise SpaceError(f"{where}: couplings.{k}: unknown key{_suggest(k, allowed)}; "
                              f"allowed: {', '.join(allowed)}")
     out: dict[str, Any] = {}
+    if "platforms" in raw:
+        if raw["platforms"] not in ("shipped", "what-if"):
+            raise SpaceError(f"{where}: couplings.platforms: value {raw['platforms']!r} is not "
+                             f"allowed; allowed: 'shipped' (only accelerator / scale-up pairings "
+                             f"vendors ship) or 'what-if' (any pairing)")
+        out["platforms"] = raw["platforms"]
     if "devices" in raw and "capex_budget_usd" in raw:
         raise SpaceError(f"{where}: couplings: give devices or capex_budget_usd, not both")
     if ("devices" in raw or "capex_budget_usd" in raw) and "system.devices" in seen:
@@ -413,21 +448,33 @@ def _constraints(where, raw: dict, numeric, probe) -> list[Constraint]:
     return out
 
 
-def _objectives(where, raw, numeric) -> list[tuple[str, str]]:
+def _objectives(where, raw, numeric) -> tuple[list[tuple[str, str]], dict]:
+    """(objectives, quantile objectives {name: (metric, q)}). ``metric = {sense = "min",
+    quantile = 0.9}`` makes the objective the 90th percentile over uncertainty samples,
+    named ``<metric>_q90`` (issue 14)."""
     if raw is None:
-        return list(DEFAULT_OBJECTIVES)
+        return list(DEFAULT_OBJECTIVES), {}
     if not raw:
         raise SpaceError(f"{where}: objectives: empty; allowed: metric = \"min\" | \"max\"")
-    out = []
+    out, quantiles = [], {}
     for m, sense in raw.items():
         if m not in numeric:
             raise SpaceError(f"{where}: objectives.{m}: not a numeric metric{_suggest(m, numeric)}; "
                              f"allowed: {', '.join(numeric)}")
+        if isinstance(sense, dict):
+            extra = set(sense) - {"sense", "quantile"}
+            q = sense.get("quantile")
+            if extra or not isinstance(q, (int, float)) or isinstance(q, bool) or not 0 < q < 1:
+                raise SpaceError(f"{where}: objectives.{m}: value {sense!r} is not allowed; allowed: "
+                                 f"\"min\", \"max\" or {{sense = \"min\", quantile = Q}} with 0 < Q < 1")
+            name = f"{m}_q{round(100 * q):02d}"
+            quantiles[name] = (m, float(q))
+            m, sense = name, sense.get("sense", "min")
         if sense not in ("min", "max"):
             raise SpaceError(f"{where}: objectives.{m}: value {sense!r} is not allowed; "
                              f"allowed: 'min' or 'max'")
         out.append((m, sense))
-    return out
+    return out, quantiles
 
 
 def _fingerprint(s: Space) -> str:
@@ -437,5 +484,7 @@ def _fingerprint(s: Space) -> str:
             "couplings": {k: (v.text if isinstance(v, Expression) else v) for k, v in s.couplings.items()},
             "constraints": [c.__dict__ for c in s.constraints], "objectives": s.objectives,
             "search": s.search, "sweep": s.sweep}
+    if s.robust:   # only when present, so spaces without it keep their fingerprint
+        norm["uncertainty"] = s.robust
     blob = json.dumps(norm, sort_keys=True, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o))
     return hashlib.sha256(blob.encode()).hexdigest()

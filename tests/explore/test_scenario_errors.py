@@ -57,7 +57,12 @@ CASES = [  # (id, scenario, text the message must contain)
     ("oversubscription below 1", with_("system.scale_out.oversubscription", 0.5), "oversubscription"),
     ("nics zero", with_("system.scale_out.nics_per_device", 0), "nics_per_device"),
     ("bool as string", with_("parallelism.sequence_parallel", "yes"), "sequence_parallel"),
-    ("cp placeholder", with_("parallelism.cp", 2), "parallelism.cp"),
+    ("cp zero", with_("parallelism.cp", 0), "parallelism.cp: value 0"),
+    ("ep zero", with_("parallelism.ep", 0), "parallelism.ep: value 0"),
+    ("top_k above experts", with_("model.experts", 4) | {"model": {**BASE["model"], "experts": 4, "top_k": 6}},
+     "model.top_k: value 6 is out of range; allowed: 1 ... model.experts (4)"),
+    ("capacity factor below 1", with_("model.capacity_factor", 0.5), "model.capacity_factor: value 0.5"),
+    ("unknown fp8 recipe", with_("training.fp8_recipe", "fp4"), "training.fp8_recipe"),
     ("table as value", with_("model", 3), "model: must be a table"),
 ]
 

@@ -248,19 +248,41 @@ def test_enumerate_without_hardware_variables_is_the_exhaustive_front():
 
 
 def test_pareto_figures_show_the_design_on_hover():
-    from explore.search.plot import pareto_figure
+    from explore.search.plot import pareto_figure, whatif
     s3 = load_space(SPACES / "codesign-gpt3-175b.toml")
-    ds3 = run_search(s3, settings_for(s3, pop=12, gens=2))
+    ds3 = run_search(s3, settings_for(s3, pop=24, gens=3))
+    assert ds3.sizes["design"] > 0
     fig3 = pareto_figure(ds3)
-    assert fig3.data[0].type == "splom" and len(fig3.data[0].dimensions) == 3
-    assert len(fig3.data[0].text) == ds3.sizes["design"]
-    assert "accelerator = " in fig3.data[0].text[0] and "devices = " in fig3.data[0].text[0]
+    # three objectives: one panel per pair, every Pareto design drawn (and hovered) in each
+    front = [t for t in fig3.data if t.name not in ("feasible final population",)]
+    assert sum(len(t.x) for t in front) == 3 * ds3.sizes["design"]
+    assert all(t.type == "scatter" for t in fig3.data)
+    assert "accelerator = " in front[0].text[0] and "devices = " in front[0].text[0]
+    assert "time to train [days]" in fig3.layout.xaxis.title.text
+    assert not whatif(ds3).any()          # the shipped space holds shipped platforms only
     s2 = load_space(SMALL)
     ds2 = run_search(s2, settings_for(s2, pop=12, gens=2))
     fig2 = pareto_figure(ds2)
-    assert fig2.data[0].type == "scatter"
-    assert list(fig2.data[0].x) == list(ds2["objectives"].values[:, 0])
+    pts = [t for t in fig2.data if t.name != "feasible final population"]
+    F = ds2["objectives"].values
+    days = sorted(F[:, 0] / 86400) if ds2["objective"].values[0] == "time_to_train_s" else sorted(F[:, 0])
+    assert np.allclose(sorted(x for t in pts for x in t.x), days)
     assert ds2.attrs["pymoo_version"] != "unknown"
+
+
+def test_shipped_platforms_coupling():
+    s = load_space(SPACES / "codesign-gpt3-175b.toml")
+    cols = {v.name: np.repeat(v.grid_values()[:1], 3) for v in s.variables}
+    cols["accelerator"] = np.array(["mi300x", "b200", "b200"])
+    cols["scale_up_link"] = np.array(["nvlink5", "nvlink5", "nvlink5"])
+    cols["scale_up_size"] = np.array([72, 72, 8])
+    ds = s.evaluate(cols)
+    assert ds["reason"].values[0].startswith("what-if platform: mi300x")
+    assert not ds["reason"].values[1].startswith("what-if") and not ds["reason"].values[2].startswith("what-if")
+    with pytest.raises(SpaceError, match="couplings.platforms"):
+        load_space({"base": str(SPACES / "../scenarios/gpt3-175b-1024-a100.toml"),
+                    "variables": {"tp": {"field": "parallelism.tp", "values": [1, 2]}},
+                    "couplings": {"platforms": "any"}})
 
 
 def test_chunked_evaluation_gives_the_same_result(monkeypatch):

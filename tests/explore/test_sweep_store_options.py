@@ -54,8 +54,10 @@ def test_unknown_store_name_is_refused_with_a_suggestion(tmp_path):
 def test_reason_codes_decode_to_the_reason_strings(tmp_path):
     s = space('["all"]', tmp_path)
     lay = Layout.for_grid([v.size for v in s.variables], 9)
-    text = evaluate_chunk(s, lay, 0)["reason"].values
-    coded = evaluate_chunk(s, lay, 0, reason_codes=True)["reason"]
+    plain, with_codes = evaluate_chunk(s, lay, 0), evaluate_chunk(s, lay, 0, reason_codes=True)
+    np.testing.assert_array_equal(plain["valid"].values, with_codes["valid"].values)
+    text = plain["reason"].values
+    coded = with_codes["reason"]
     assert coded.dtype.kind == "i"
     decoded = np.asarray(coded.attrs["codes"], dtype=object)[coded.values]
     np.testing.assert_array_equal(decoded.astype(str), text.astype(str))

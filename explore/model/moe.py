@@ -1,0 +1,117 @@
+"""Mixture-of-experts layers: parameters, expert parallelism and all-to-all volume.
+
+A MoE model has ``layers`` layers of which the first ``dense_layers`` are dense
+(MLP width ``ffn_hidden``) and the rest MoE: ``experts`` routed experts and
+``shared_experts`` always-active experts, each a (gated) MLP of width
+``moe_ffn_hidden``, plus a router (h x E). A token visits ``top_k`` routed
+experts (Shazeer et al. 2017; Fedus et al. 2022; DeepSeek-V3 arXiv:2412.19437
+Sec. 2.1.2). Per-layer figures elsewhere are means over the layers, so a
+pipeline stage of n layers holds n x the mean (dense layers spread evenly).
+
+Expert parallelism follows Megatron-Core (Shoeybi et al.; "MoE" docs of
+Megatron-Core): devices = tp * pp * dp * cp; the ``ep`` ranks of an expert
+group are taken from the dp * cp ranks (``ep`` divides dp * cp and
+``experts``), experts are also split over the tensor group (expert TP = tp),
+and expert weights are replicated over the expert-data-parallel group of
+dp * cp / ep ranks, which reduces their gradients.
+
+Token dispatch (Megatron-Core ``alltoall`` dispatcher, one copy per selected
+expert, no de-duplication per rank): with routing uniform over the ep ranks,
+a copy leaves its rank with probability (ep - 1) / ep, so the volume per token
+and MoE layer that crosses the fabric is, forward,
+    top_k h (b_dispatch + b_combine) (ep - 1) / ep   bytes,
+and the same again backward (the gradients of both). The busiest expert sets
+the pace: its load is ``capacity_factor`` x the mean, which scales routed-expert
+compute and the all-to-all buffer.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+COMM_SM_SHARE = 20.0 / 132.0
+"""Share of the accelerator's SMs that all-to-all kernels occupy while they overlap compute:
+DeepSeek-V3 (arXiv:2412.19437) Sec. 3.2.2 runs dispatch and combine on 20 of the H800's 132 SMs.
+Overlapped all-to-all time slows the compute it hides behind by this share."""
+
+
+def overlapped_exposed(a2a_s, window_s, overlap):
+    """Exposed all-to-all time: all of it without overlap; with overlap, the part the compute
+    window does not hide plus COMM_SM_SHARE of the hidden part (compute on fewer SMs)."""
+    hidden = np.minimum(a2a_s, window_s)
+    return np.where(overlap, a2a_s - hidden + COMM_SM_SHARE * hidden, a2a_s)
+
+
+def is_moe(m):
+    return m.experts > 1
+
+
+def moe_layer_fraction(m):
+    """Share of layers that are MoE: (L - dense_layers) / L, 0 for a dense model."""
+    return np.where(is_moe(m), (m.layers - m.dense_layers) / m.layers, 0.0)
+
+
+def moe_layers(m):
+    return moe_layer_fraction(m) * m.layers
+
+
+def routed_params(m, k):
+    """Routed-expert weights of one MoE layer (k = 2 or 3 matrices per expert MLP)."""
+    return m.experts * k * m.hidden * m.moe_ffn_hidden
+
+
+def shared_params(m, k):
+    return m.shared_experts * k * m.hidden * m.moe_ffn_hidden
+
+
+def router_params(m):
+    return m.hidden * m.experts
+
+
+def mean_over_layers(m, moe_value, dense_value):
+    f = moe_layer_fraction(m)
+    return f * moe_value + (1.0 - f) * dense_value
+
+
+def expert_params_per_layer(m, k):
+    """Mean routed-expert weights per layer (the part expert parallelism divides)."""
+    return moe_layer_fraction(m) * routed_params(m, k)
+
+
+def imbalance_extra_active_params(m, k):
+    """Mean extra routed-expert weights per token on the busiest rank: (capacity_factor - 1) top_k k h f_e."""
+    return moe_layer_fraction(m) * (m.capacity_factor - 1.0) * m.top_k * k * m.hidden * m.moe_ffn_hidden
+
+
+def a2a_bytes_per_token(m, ep, dispatch_bytes=2.0, combine_bytes=2.0):
+    """Bytes one token sends across ranks per MoE layer, forward (dispatch + combine)."""
+    ep = np.asarray(ep, dtype=float)
+    return m.top_k * m.hidden * (dispatch_bytes + combine_bytes) * (ep - 1.0) / ep
+
+
+def a2a_buffer_bytes(m, tokens_per_rank, element_bytes):
+    """Per-rank all-to-all buffer of one dispatch (or combine): tokens x top_k copies x h x bytes,
+    scaled by the busiest rank's load (capacity_factor)."""
+    return tokens_per_rank * m.top_k * m.hidden * element_bytes * m.capacity_factor
+
+
+def remote_domains_hit(m, domains):
+    """Expected number of other scale-up domains a token's top_k experts fall in, the experts
+    spread evenly over ``domains`` domains and every top_k subset equally likely:
+    (G - 1) (1 - C(E - E/G, k) / C(E, k))."""
+    g = np.maximum(np.asarray(domains, dtype=float), 1.0)
+    e, k = m.experts, m.top_k
+    miss = np.ones_like(e * g)
+    for i in range(int(np.max(k))):
+        term = np.clip((e - e / g - i) / np.maximum(e - i, 1.0), 0.0, 1.0)
+        miss = miss * np.where(i < k, term, 1.0)
+    return (g - 1.0) * (1.0 - miss)
+
+
+def scale_out_copy_fraction(m, ep, inner, deepep):
+    """Share of a rank's dispatch buffer (top_k copies per token) that crosses the scale-out network:
+    (ep - inner) / ep with one copy per expert (alltoall), or remote domains hit / top_k when the
+    dispatcher sends one copy per remote domain and forwards it inside (DeepEP, HybridEP)."""
+    ep = np.asarray(ep, dtype=float)
+    per_copy = (ep - inner) / ep
+    dedup = remote_domains_hit(m, ep / inner) / m.top_k
+    return np.where(deepep, np.minimum(dedup, per_copy), per_copy)
