@@ -226,7 +226,7 @@ def _assemble(out: dict, r: Resolved, reason_codes: bool = False) -> xr.Dataset:
 
 
 def to_json_dict(ds: xr.Dataset, i: int = 0) -> dict:
-    """One design of a result as the JSON object of DESIGN.md (breakdowns nested)."""
+    """One design of a result as the JSON object of docs/architecture.md (breakdowns nested)."""
     row = ds.isel(design=i)
     obj: dict = {}
     bds: dict = {b: {} for b in BREAKDOWNS}

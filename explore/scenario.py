@@ -133,6 +133,10 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "overlap_param_gather": Field("bool", True, doc="overlap ZeRO parameter all-gathers with compute"),
         "overlap_tp_comm": Field("bool", False, doc="overlap tensor-parallel collectives with GEMMs (Megatron-Core --tp-comm-overlap)"),
         "grad_reduce_bytes": Field("int", 4, lo=1, hi=4, doc="bytes per gradient element in the DP reduction (fp32 main grads: 4)"),
+        "grad_bucket_params": Field("float", None, lo=0, lo_open=True,
+                                    doc="parameters per data-parallel gradient bucket (one collective each); "
+                                        "default: Megatron-Core's max(4e7, 1e6 * dp) with overlap_grad_reduce, "
+                                        "else one bucket"),
     },
     "system": {
         "accelerator": Field("id", REQUIRED, catalog="accelerators"),

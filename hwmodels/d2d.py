@@ -12,7 +12,7 @@ bandwidth b per direction, the memory bandwidth the dies can draw is capped:
 2D / 2.5D links (UCIe standard / advanced) use die edge,
 ``b / bandwidth_bps_per_mm``; 3D hybrid bonding uses bonded area and no edge
 (stacked compute dies add no footprint). Classes and sources:
-``catalog/d2d.toml`` (hardware.md sec. 3, Die-to-die).
+``catalog/d2d.toml`` (docs/reference/hardware.md sec. 3, Die-to-die).
 """
 from __future__ import annotations
 

@@ -7,7 +7,7 @@
     max stacks = floor(HBM-capable die edge / shoreline_mm per stack)
 
 Generations (hbm2e, hbm3, hbm3e, hbm4) and their sources are in
-``catalog/hbm.toml`` (hardware.md sec. 2).
+``catalog/hbm.toml`` (docs/reference/hardware.md sec. 2).
 """
 from __future__ import annotations
 

@@ -17,10 +17,10 @@ and a margin (all in dB, powers in dBm, per lane):
 1:n split is exactly that share), so every optical switch a path traverses
 raises the laser power needed; the link closes only while
 ``lanes_per_laser * P_opt_w <= laser_max_power_w``. Copper has no laser
-and a reach limit of a few metres at 100-200 Gb/s per lane (hardware.md sec.4
+and a reach limit of a few metres at 100-200 Gb/s per lane (docs/reference/hardware.md sec.4
 [N3]: 800G passive DAC 0.5-2 m). Parameters and their sources are in
 ``hwmodels/catalog/optics.toml``; the link-budget form is the textbook
-power budget (e.g. IEEE 802.3 clause 124 channel budgets, hardware.md sec.5 [P7]).
+power budget (e.g. IEEE 802.3 clause 124 channel budgets, docs/reference/hardware.md sec.5 [P7]).
 """
 from __future__ import annotations
 

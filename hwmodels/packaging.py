@@ -11,7 +11,7 @@ With k chiplets bonded to an interposer (or directly to an organic substrate):
     cost of good chiplets   = KGD cost / (y2 y3)                 (dies lost to assembly)
     cost of good packaging  = (interposer + substrate + bumps) / (y1 y2 y3)
 
-Parameters and sources: ``catalog/packaging.toml`` (hardware.md sec. 3 [C3]).
+Parameters and sources: ``catalog/packaging.toml`` (docs/reference/hardware.md sec. 3 [C3]).
 Optional NRE: die NRE split 0.5 module / 0.3 area-proportional / 0.2 fixed
 for a 300 mm2 reference chip [C3], amortised over ``volume`` units.
 """

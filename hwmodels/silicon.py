@@ -1,8 +1,8 @@
 """Silicon: dies per wafer, die yield, known-good-die cost, the reticle limit.
 
 Formulas as implemented in Chiplet Actuary (Feng and Ma, DAC 2022; code
-parameters in ../shared/reference/hardware.md sec. 3 [C3]) and the classic
-yield models (Poisson, Murphy, Seeds, negative binomial; hardware.md sec. 3
+parameters in docs/reference/hardware.md sec. 3 [C3]) and the classic
+yield models (Poisson, Murphy, Seeds, negative binomial; docs/reference/hardware.md sec. 3
 [C4]). Areas in mm2, defect densities per cm2, costs in USD. Every function
 broadcasts over numpy arrays.
 """
@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 WAFER_DIAMETER_MM = 300.0
-EDGE_EXCLUSION_MM = 5.0      # Chiplet Actuary edge loss e (hardware.md sec.3 [C3])
-SCRIBE_MM = 0.2              # Chiplet Actuary scribe lane s (hardware.md sec.3 [C3])
-RETICLE_W_MM = 26.0          # reticle field 26 x 33 mm (hardware.md sec.3 [C5])
+EDGE_EXCLUSION_MM = 5.0      # Chiplet Actuary edge loss e (docs/reference/hardware.md sec.3 [C3])
+SCRIBE_MM = 0.2              # Chiplet Actuary scribe lane s (docs/reference/hardware.md sec.3 [C3])
+RETICLE_W_MM = 26.0          # reticle field 26 x 33 mm (docs/reference/hardware.md sec.3 [C5])
 RETICLE_H_MM = 33.0
 RETICLE_AREA_MM2 = RETICLE_W_MM * RETICLE_H_MM
 RETICLE_ASPECT = RETICLE_H_MM / RETICLE_W_MM
@@ -56,7 +56,7 @@ def negative_binomial_yield(area_mm2, d0_per_cm2, alpha):
     """Y = (1 + D A / alpha)^-alpha; alpha -> inf is Poisson, alpha = 1 is Seeds.
 
     alpha is the clustering parameter (Chiplet Actuary "critical level": 10 for
-    logic, 6 for Si interposers, 3 for RDL; hardware.md sec. 3 [C3])."""
+    logic, 6 for Si interposers, 3 for RDL; docs/reference/hardware.md sec. 3 [C3])."""
     return np.exp(-alpha * np.log1p(_da(area_mm2, d0_per_cm2) / alpha))
 
 

@@ -28,6 +28,7 @@ DESIGNS = {
 COMPONENTS = {
     "accelerators busy (compute + HBM)": ("accelerators_busy",),
     "accelerators idle": ("accelerators_idle",),
+    "accelerators waiting (communication, bubbles)": ("accelerators_waiting",),
     "hosts": ("hosts",),
     "scale-up fabric": ("scale_up",),
     "NICs": ("nics",),

@@ -63,7 +63,7 @@ def ocs_mesh_bandwidth(place: Placement, outer):
 
 def scale_out_bandwidth(place: Placement, stride, n, outer):
     """Effective per-rank scale-out bandwidth (b/s) of an all-to-all, per family."""
-    bw = place.switched_bw(stride, n)
+    bw = place.switched_bw(stride, n, all_to_all=True)
     if place.any_torus:
         outer = np.asarray(outer, dtype=float)
         f = torus_bisection_factor(place, stride, outer) * outer / np.maximum(outer - 1.0, 1.0)

@@ -118,3 +118,59 @@ def bisection_all_to_all_s(size_bytes, n, injection_bps, bisection_bps_per_rank,
     s8 = np.asarray(size_bytes, dtype=float) * 8.0
     t = np.maximum((n - 1) / n * s8 / injection_bps, 0.5 * s8 / bisection_bps_per_rank) + (n - 1) * latency_s
     return np.where(n > 1, t, 0.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-call model of a collective library (NCCL): algorithm, latency per step and per hop.
+# NVIDIA/nccl src/graph/tuning.cc: a ring collective over nRanks ranks on nNodes nodes takes
+# nsteps = (n-1) steps (reduce-scatter, all-gather) or 2(n-1) (all-reduce), of which
+# (nNodes-1) resp. 2(nNodes-1) cross the network; latency = base + intra-node steps x intra
+# latency + network steps x network latency (x a plateau factor for large multi-node
+# all-reduces). The double binary tree (all-reduce only) pays base + 2((n/nNodes - 1) intra +
+# log2(nNodes) net) at half the tree's bus bandwidth. Bandwidth: ring time = steps/n x S / busbw.
+
+def ring_steps(n, all_reduce):
+    """Ring steps of a collective over n ranks: n-1, or 2(n-1) for an all-reduce."""
+    n = np.asarray(n, dtype=float)
+    return np.where(all_reduce, 2.0, 1.0) * (n - 1.0)
+
+
+def ring_latency_s(n, nodes, lat_intra_s, lat_net_s, base_s, all_reduce=False):
+    """base + (steps - net steps) x intra latency + net steps x network latency."""
+    steps = ring_steps(n, all_reduce)
+    net = ring_steps(nodes, all_reduce)
+    return base_s + (steps - net) * lat_intra_s + net * lat_net_s
+
+
+def tree_latency_s(n, nodes, lat_intra_s, lat_net_s, base_s):
+    """Double binary tree all-reduce: base + 2 ((n/nodes - 1) intra + log2(nodes) net)."""
+    n = np.asarray(n, dtype=float)
+    nodes = np.maximum(np.asarray(nodes, dtype=float), 1.0)
+    return base_s + 2.0 * ((n / nodes - 1.0) * lat_intra_s + np.log2(nodes) * lat_net_s)
+
+
+def nccl_ring_s(size_bytes, n, nodes, bus_bw_bps, lat_intra_s, lat_net_s, base_s, all_reduce=False,
+                plateau=1.0):
+    """Ring reduce-scatter / all-gather (all_reduce=False) or all-reduce of an S-byte buffer:
+    latency + steps/n x S / busbw; the all-reduce latency across nodes is scaled by ``plateau``."""
+    n = np.asarray(n, dtype=float)
+    lat = ring_latency_s(n, nodes, lat_intra_s, lat_net_s, base_s, all_reduce)
+    lat = np.where(all_reduce & (np.asarray(nodes) > 1), lat * plateau, lat)
+    t = lat + ring_steps(n, all_reduce) / n * _beta(size_bytes, bus_bw_bps)
+    return np.where(n > 1, t, 0.0)
+
+
+def nccl_tree_all_reduce_s(size_bytes, n, nodes, bus_bw_bps, lat_intra_s, lat_net_s, base_s, tree_factor):
+    """Double binary tree all-reduce: latency + S / (tree_factor x busbw / 2)."""
+    n = np.asarray(n, dtype=float)
+    t = (tree_latency_s(n, nodes, lat_intra_s, lat_net_s, base_s)
+         + 2.0 * _beta(size_bytes, tree_factor * np.asarray(bus_bw_bps, dtype=float)))
+    return np.where(n > 1, t, 0.0)
+
+
+def bus_bandwidth_gbs(kind, size_bytes, n, time_s):
+    """nccl-tests bus bandwidth (GB/s) of a measured or modelled time: algbw x steps/n."""
+    n = np.asarray(n, dtype=float)
+    alg = np.asarray(size_bytes, dtype=float) / np.asarray(time_s, dtype=float)
+    factor = np.where(np.asarray(kind) == "all_reduce", 2.0 * (n - 1) / n, (n - 1) / n)
+    return alg * factor / 1e9

@@ -55,6 +55,7 @@ class Placement:
         self.active_dims = sum((np.asarray(d) > 1).astype(float) for d in self.dims)
         # families are integer codes: work that only one family needs runs only if a design has it
         self.any_torus = bool(np.any(self.is_torus()))
+        self.families = {int(x) for x in np.unique(self.f)}
         # ocs-reconfigurable: ports of a node split over the plan's traffic classes
         if np.any(self.f == OCS_RECONF):
             ports = np.round(self.domain * self.nics)
@@ -70,18 +71,36 @@ class Placement:
         self.devices = np.asarray(devices, dtype=float)
 
     # ------------------------------------------------------------------ bandwidth per group
-    def switched_bw(self, stride, n, p2p=False):
-        """Per-rank bandwidth of a group on the packet-switched families (and OCS circuits)."""
+    def switched_bw(self, stride, n, p2p=False, all_to_all=False):
+        """Per-rank bandwidth of a group on the packet-switched families (and OCS circuits).
+
+        ``all_to_all``: every rank sends to every other, so above the leaf the group gets the
+        uplinks' 1/o of the down-link rate (the bisection); rings (the default) send one
+        stream per leaf upward and keep more of it (below)."""
         stride = np.asarray(stride, dtype=float)
         span_devices = np.minimum(stride * n, self.devices)
-        in_leaf = span_devices * self.nics <= self.leaf_down
+        # a device's NICs go to separate planes (one leaf each, as DGX SuperPOD rails), so a leaf
+        # holds leaf_down devices whatever their NIC count (NICs shared by several devices: more)
+        ports = span_devices * np.minimum(self.nics, 1.0)
+        in_leaf = ports <= self.leaf_down
         same_rail = (stride >= self.domain) & (np.mod(stride, self.domain) == 0)
         rail_local = same_rail & (np.ceil(span_devices / self.domain) <= self.leaf_down)
-        ft = np.where(in_leaf, self.bw, self.bw / self.o)
-        rail = np.where(in_leaf | rail_local, self.bw, self.bw / self.o)
-        df = np.where(span_devices * self.nics <= self.df_group, self.bw, self.bw * self.df_factor)
-        ocs = self.reconf_pp_bw if p2p else self.reconf_dp_bw
+        # a ring that leaves a leaf uses one uplink out and one in per leaf it visits: with k of its
+        # ranks under each leaf, the leaf's rings need 1/k of its down-link rate upward, which the
+        # uplinks (1/o of it) carry at min(1, k/o) of the full rate (topology-aware NCCL rings)
+        leaf_devices = self.leaf_down / np.minimum(self.nics, 1.0)
+        per_leaf = np.clip(leaf_devices / stride, 1.0, np.maximum(n, 1.0))
+        cross = self.bw * np.minimum(1.0, per_leaf / self.o)
+        if all_to_all:
+            cross = self.bw / self.o
         f = self.f
+        fams = self.families
+        if fams == {FAT_TREE}:                     # the common case: one family, one expression
+            return np.where(in_leaf, self.bw, cross)
+        ft = np.where(in_leaf, self.bw, cross)
+        rail = np.where(in_leaf | rail_local, self.bw, cross) if RAIL in fams else ft
+        df = np.where(ports <= self.df_group, self.bw, self.bw * self.df_factor) if DRAGONFLY in fams else ft
+        ocs = self.reconf_pp_bw if p2p else self.reconf_dp_bw
         return np.select([f == FAT_TREE, f == RAIL, f == DRAGONFLY, f == OCS_RECONF], [ft, rail, df, ocs],
                          self.bw / self.o)
 

@@ -2,7 +2,7 @@
 
 ``gpus`` accelerators each with ``links_per_gpu`` links, one to each of
 ``switch_chips`` switch chips (NVL72: 72 GPUs x 18 NVLink5 links, 18 NVLink
-switch chips in 9 trays of 2; hardware.md sec.4 [N4]):
+switch chips in 9 trays of 2; docs/reference/hardware.md sec.4 [N4]):
 
     per-GPU bandwidth = links_per_gpu * B_link      (NVLink5: 18 x 50 GB/s per direction = 7.2 Tb/s)
     bisection         = gpus / 2 * links_per_gpu * B_link

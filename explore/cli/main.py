@@ -55,7 +55,8 @@ def _load_plugins() -> None:
     """Subcommands defined in other modules (search, sweep, ...) register on import."""
     import importlib
     for mod in ("explore.cli.evaluate", "explore.cli.catalog", "explore.cli.search",
-                "explore.cli.sweep", "explore.cli.sensitivity", "explore.cli.study"):
+                "explore.cli.sweep", "explore.cli.sensitivity", "explore.cli.study",
+                "explore.cli.schema"):
         try:
             importlib.import_module(mod)
         except ModuleNotFoundError as e:

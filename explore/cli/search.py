@@ -35,13 +35,14 @@ def _user_errors(fn, *args, **kw):
 
 
 def _search_run(a) -> int:
-    from explore.search.problem import checkpoint_settings, run_search, settings_for
+    from explore.search.checkpoint import checkpoint_settings
+    from explore.search.problem import run_search, settings_for
     from explore.search.space import load_space
+    from explore.search.results import check_outputs
     _check_figures(a)
     space = _user_errors(load_space, a.space)
     out = Path(a.out) if a.out else Path(Path(a.space).stem + ".nc")
-    if not out.parent.exists():
-        raise UserError(f"--out: directory {out.parent} does not exist")
+    _user_errors(check_outputs, [a.space], out, a.html)          # before any work
     ckpt = Path(str(out) + ".ckpt")
     base = None
     if a.resume and not ckpt.exists():
@@ -100,10 +101,17 @@ def front_table(ds, rows: int = 15) -> str:
     """The front as a table: objectives (user's sign and units) and decision variables."""
     from explore.search.plot import decision_names
     n = ds.sizes["design"]
-    hv = ds["hypervolume"].values
-    head = (f"lightpath search: {ds.attrs.get('space_name', '')}: {n} Pareto designs after "
-            f"{ds.attrs.get('n_gen')} generations, {ds.attrs.get('evaluations')} evaluations, "
-            f"hypervolume {hv[-1] if len(hv) else 0:.4g} (seed {ds.attrs.get('seed')})")
+    if "hypervolume" in ds:
+        hv = ds["hypervolume"].values
+        hvn = ds["hypervolume_normalised"].values if "hypervolume_normalised" in ds else []
+        head = (f"lightpath search: {ds.attrs.get('space_name', '')}: {n} Pareto designs after "
+                f"{ds.attrs.get('n_gen')} generations, {ds.attrs.get('evaluations')} evaluations, "
+                f"hypervolume {hv[-1] if len(hv) else 0:.4g}"
+                + (f" ({hvn[-1]:.4f} of the reference box)" if len(hvn) else "")
+                + f" (seed {ds.attrs.get('seed')})")
+    else:
+        head = (f"lightpath sweep: {ds.attrs.get('space_name', '')}: {n} Pareto designs of "
+                f"{ds.attrs.get('sweep_points', '?')} grid points")
     if n == 0:
         return head + "\n  no feasible design found"
     objs = [str(o) for o in ds["objective"].values]
@@ -126,24 +134,64 @@ def front_table(ds, rows: int = 15) -> str:
 
 
 def _pareto_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("result", help="result NetCDF file of 'lightpath search'")
+    p.add_argument("result", help="result of 'lightpath search' (NetCDF) or 'lightpath sweep' "
+                                  "(Zarr store)")
     p.add_argument("--html", help="write an interactive plotly plot of the front to this file")
     p.add_argument("--figure", action="append", default=[],
                    help="write the plot to this PNG, SVG or PDF file (repeatable)")
 
 
-def _pareto_run(a) -> int:
-    from explore.search.results import read_result
-    _check_figures(a)
-    p = Path(a.result)
+def front_of(ds):
+    """The Pareto front of a search or sweep result (both declare ``objective_names`` and
+    ``objective_senses``) as a 1-D ``design`` Dataset with ``objectives`` in the user's sign."""
+    from explore.sweep.accessor import declared_objectives
+    if "objectives" in ds and ds.sizes.get("design", 0) == 0:
+        return ds                          # a search that found no feasible design: nothing to filter
+    declared = declared_objectives(ds)
+    if not declared:
+        raise UserError("no objectives declared (attributes objective_names and "
+                        "objective_senses); allowed: a result of lightpath search or sweep")
+    missing = [m for m in declared if m not in ds.data_vars]
+    if missing:
+        raise UserError(f"objective {missing[0]!r} is not a variable of the result")
+    front = ds.drop_vars([k for k in ("objectives", "objective", "sense") if k in ds.variables])
+    front = front.lightpath.pareto(list(declared), list(declared.values()))
+    front = front.assign_coords(objective=list(declared), sense=("objective", list(declared.values())))
+    front["objectives"] = (("design", "objective"),
+                           np.column_stack([front[m].values.astype(float) for m in declared]))
+    if "hypervolume" in ds:
+        front["hypervolume"] = ds["hypervolume"]
+    return front
+
+
+def _read_any(p: Path):
+    """A search result (NetCDF file) or a sweep store (Zarr directory), or a UserError."""
+    if p.is_dir():
+        from explore.sweep import open_sweep
+        try:
+            return open_sweep(p)
+        except Exception as e:  # not a store: one line
+            raise UserError(f"{p}: not a lightpath sweep store ({type(e).__name__})") from None
     if not p.is_file():
         raise UserError(f"{p}: file not found")
+    from explore.search.results import read_result
     try:
-        ds = read_result(p)
+        return read_result(p)
     except Exception as e:  # not a NetCDF file: a user error, one line
         raise UserError(f"{p}: not a lightpath search result ({type(e).__name__})") from None
-    if "objectives" not in ds or "hypervolume" not in ds:
-        raise UserError(f"{p}: not a lightpath search result (no 'objectives' variable)")
+
+
+def _pareto_run(a) -> int:
+    from explore.scenario import ScenarioError
+    from explore.search.results import check_outputs
+    _check_figures(a)
+    p = Path(a.result)
+    _user_errors(check_outputs, [p], None, a.html)
+    ds = _read_any(p)
+    try:
+        ds = front_of(ds)
+    except (UserError, ScenarioError) as e:
+        raise UserError(f"{p}: not a lightpath result: {e}") from None
     print(front_table(ds))
     _figures(ds, a)
     return 0

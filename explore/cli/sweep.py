@@ -3,7 +3,8 @@
 By default a ``dask.distributed.LocalCluster`` of ``--workers`` processes (one
 thread each) is started for the run; ``--scheduler tcp://HOST:8786`` uses an
 existing cluster instead (the store path must then be reachable by every worker).
-Rerunning the same command on the same ``--out`` computes only missing chunks.
+Rerunning the same command on the same ``--out`` computes only missing or damaged chunks;
+a second sweep on a store being written is refused (``OUT.lock``, see ``store_lock``).
 """
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ def _args(p: argparse.ArgumentParser) -> None:
 
 def _run(a) -> int:
     from explore.search.space import load_space
-    from explore.sweep import Layout, SweepError, local_cluster, prepare_store, run_sweep
+    from explore.sweep import SweepError
+    from explore.sweep.store import store_lock
     from explore.scenario import ScenarioError
     from hwmodels.parts import CatalogError
     if a.workers is not None and a.workers < 1:
@@ -41,7 +43,16 @@ def _run(a) -> int:
     except (ScenarioError, CatalogError) as e:
         msg = str(e)
         raise UserError(msg if msg.startswith(a.space) else f"{a.space}: {msg}") from None
-    try:                       # refuse a foreign store before starting any cluster
+    try:
+        with store_lock(a.out):      # one writer per store, for the whole run
+            return _locked(a, space)
+    except SweepError as e:
+        raise UserError(str(e)) from None
+
+
+def _locked(a, space) -> int:
+    from explore.sweep import Layout, SweepError, local_cluster, prepare_store, run_sweep
+    try:                       # refuse a foreign store or a file before starting any cluster
         layout, run, todo = prepare_store(space, a.out, a.chunk)
     except SweepError as e:
         raise UserError(str(e)) from None

@@ -1,12 +1,15 @@
 """Energy and cost per step from the system's components.
 
-Accelerator power follows a busy/idle model: idle power all the time plus
-(TDP - idle) while computing (the step model's busy time). Hosts, scale-up
+Accelerator power: idle power all the time, plus (TDP - idle) while computing
+(the step model's busy time), plus (waiting power - idle) while it waits on
+communication or a pipeline bubble (``waiting_power_w``, a cited measurement).
+Host power is the server's share net of the NVSwitch and NIC power, which the
+scale-up and NIC entries charge (hwmodels/catalog/accelerators.toml). Hosts, scale-up
 switches, NICs and the scale-out network (switches, transceivers, OCS,
 copper cables, fibre; ``topologies.bom``) draw their rated power for the
 whole step. Facility energy = IT energy x PUE. Capex is amortised
 linearly over ``lifetime_years`` (Epoch AI's straight-line depreciation,
-hardware.md sec. 7 [E3]); electricity at ``electricity_usd_per_kwh``.
+docs/reference/hardware.md sec. 7 [E3]); electricity at ``electricity_usd_per_kwh``.
 """
 from __future__ import annotations
 
@@ -126,13 +129,27 @@ def split_accelerator(s: SystemSpec, capex: dict, energy: dict) -> None:
             energy[k] = energy.get(k, 0.0) + e * np.where(psum > 0, v / psum, 0.0)
 
 
+WAIT_POWER_FRACTION_OF_TDP = 0.49
+"""Accelerator power while it waits inside a running job, as a fraction of its busy power (taken
+as TDP). Derived from "The Energy Cost of Execution-Idle in GPU Clusters" (arXiv:2604.04745,
+abstract): the execution-idle state is 19.7 % of in-execution time and 10.7 % of energy, so its
+power is (0.107 / 0.893) / (0.197 / 0.803) = 0.49 of the busy power, across GPU generations."""
+
+
+def waiting_power_w(s: SystemSpec):
+    return np.maximum(WAIT_POWER_FRACTION_OF_TDP * s.tdp_w, s.idle_power_w)
+
+
 def energy_and_cost(s: SystemSpec, step_time_s, busy_time_s, tokens_per_step, goodput,
                     pue, usd_per_kwh, lifetime_years, bom=None) -> dict[str, np.ndarray]:
     capex, static_power, bom = capex_and_power(s, bom)
     dyn_power = s.devices * (s.tdp_w - s.idle_power_w)
     energy = {k: p * step_time_s for k, p in static_power.items()}
-    energy["accelerators_idle"] = energy["accelerators_idle"]
     energy["accelerators_busy"] = dyn_power * busy_time_s
+    # waiting on communication or a pipeline bubble is not idle: the GPU stays clocked up with
+    # collective kernels spinning (waiting_power_w above the idle floor for the waiting time)
+    wait_extra = s.devices * np.maximum(waiting_power_w(s) - s.idle_power_w, 0.0)
+    energy["accelerators_waiting"] = wait_extra * np.maximum(step_time_s - busy_time_s, 0.0)
     it_energy = sum(energy.values())
     facility_energy = it_energy * pue
     energy["facility_overhead"] = it_energy * (pue - 1.0)

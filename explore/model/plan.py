@@ -41,6 +41,7 @@ class ParallelPlan:
     overlap_tp_comm: np.ndarray
     grad_reduce_bytes: np.ndarray
     global_batch: np.ndarray
+    grad_bucket_params: np.ndarray   # parameters per DP gradient bucket (inf: one bucket)
     # --- issue 11: expert parallelism (explore/model/moe.py)
     ep: np.ndarray = 1.0
     overlap_moe_comm: np.ndarray = False
@@ -72,7 +73,8 @@ class ParallelPlan:
                   ep=v["parallelism.ep"].astype(float),
                   overlap_moe_comm=np.asarray(v["parallelism.overlap_moe_comm"], bool),
                   etp=v["parallelism.etp"].astype(float) if "parallelism.etp" in v else tp,
-                  deepep=np.asarray(v["parallelism.moe_dispatcher"]) == "deepep")
+                  deepep=np.asarray(v["parallelism.moe_dispatcher"]) == "deepep",
+                  grad_bucket_params=bucket_params(v, dp))
         return cls(**{k: fit(a, n) for k, a in kw.items()})   # constants stay length 1
 
     @property
@@ -87,6 +89,21 @@ class ParallelPlan:
     @property
     def sp_active(self):
         return self.sequence_parallel & (self.tp > 1)
+
+
+MCORE_BUCKET_MIN_PARAMS = 4e7
+MCORE_BUCKET_PARAMS_PER_DP_RANK = 1e6
+
+
+def bucket_params(v, dp):
+    """Parameters per DP gradient bucket: the scenario's, else Megatron-Core's default
+    max(4e7, 1e6 dp) with overlapped gradient reduction and one bucket without
+    (megatron/core/distributed/distributed_data_parallel.py, DistributedDataParallelConfig.bucket_size)."""
+    given = v.get("parallelism.grad_bucket_params")
+    if given is not None:
+        return np.asarray(given, dtype=float)
+    mcore = np.maximum(MCORE_BUCKET_MIN_PARAMS, MCORE_BUCKET_PARAMS_PER_DP_RANK * dp)
+    return np.where(np.asarray(v["parallelism.overlap_grad_reduce"], bool), mcore, np.inf)
 
 
 def bubble_fraction(plan: ParallelPlan):

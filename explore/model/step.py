@@ -31,67 +31,19 @@ from __future__ import annotations
 import numpy as np
 
 from explore.model import calibration as cal
+from explore.model import gemm, memory, overlap
 from explore.model.plan import ParallelPlan
 from explore.model.system import SystemSpec
 from explore.model.workload import (ModelSpec, activation_bytes_per_layer,
                               layer_attention_flops_per_token,
                               layer_gemm_flops_per_token, layer_params, logits_flops_per_token,
                               mlp_inner_width)
-from topologies import collectives as coll
-from topologies import alltoall as a2a  # issue 11
+from explore.model.fabric import Fabric  # noqa: F401  (re-exported: explore.model.step.Fabric)
 from explore.model import context as ctx, moe  # issue 11
 from explore.model.precision import Recipe, cast_elements_per_token_layer  # issue 11
-from topologies.placement import Placement, group_span
+from topologies.placement import group_span  # issue 11
 
 ACT_BYTES = 2.0  # 16-bit activations exchanged between ranks
-
-
-class Fabric:
-    """Effective per-device bandwidths a collective sees (link efficiency and oversubscription).
-
-    Every group is split into its scale-up part (ring inside the domain) and its
-    scale-out part, which ``topologies.placement.Placement`` puts on the design's
-    network family (contention from oversubscription, rails, dragonfly global
-    links, torus rings shared by interleaved groups, circuits that follow the plan).
-    """
-
-    def __init__(self, s: SystemSpec, c: cal.Calibration):
-        if s.network is None:
-            raise ValueError("SystemSpec.network is None: every system has a scale-out network "
-                             "(explore.model.system.build_system sets it)")
-        self.su_bw = s.su_bandwidth_bps * c.link_efficiency
-        self.su_lat = s.su_latency_s
-        self.domain = s.su_size
-        self.place = Placement(s.network, s.su_size, s.so_bandwidth_bps, s.so_latency_s,
-                               s.nics_per_device, s.nic_bandwidth_bps, c.scale_out_link_efficiency,
-                               s.oversubscription, s.switch_radix, s.devices)
-
-    def all_reduce(self, size_bytes, stride, n):
-        inner, outer = group_span(stride, n, self.domain)
-        t_in = coll.ring_reduce_scatter_s(size_bytes, inner, self.su_bw, self.su_lat)
-        shard = np.asarray(size_bytes) / inner
-        return 2 * t_in + self.place.outer_all_reduce(shard, stride, outer) + self.place.reconfiguration_stall(outer)
-
-    def _reduce_scatter(self, size_bytes, stride, n):
-        inner, outer = group_span(stride, n, self.domain)
-        t_in = coll.ring_reduce_scatter_s(size_bytes, inner, self.su_bw, self.su_lat)
-        return t_in + self.place.outer_reduce_scatter(np.asarray(size_bytes) / inner, stride, outer), outer
-
-    def reduce_scatter(self, size_bytes, stride, n):
-        t, outer = self._reduce_scatter(size_bytes, stride, n)
-        return t + self.place.reconfiguration_stall(outer)
-
-    def all_gather(self, size_bytes, stride, n):
-        return self._reduce_scatter(size_bytes, stride, n)[0]
-
-    def all_to_all(self, size_bytes, stride, n, out_fraction=None, messages=1.0):
-        """Issue 11: MoE dispatch/combine on the fabric it crosses (topologies/alltoall.py)."""
-        return a2a.all_to_all_s(self.place, self.su_bw, self.su_lat, size_bytes, stride, n, out_fraction, messages)
-
-    def p2p(self, size_bytes, stride):
-        cross = stride >= self.domain
-        return np.where(cross, self.place.p2p(size_bytes, stride),
-                        coll.p2p_s(size_bytes, self.su_bw, self.su_lat))
 
 
 def _share(part, whole):
@@ -116,21 +68,27 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     # --- issue 11: context parallelism holds s/cp tokens per rank; precision recipe
     cp, ep = plan.cp, plan.ep
     recipe = recipe if recipe is not None else Recipe.default(s)
-    peak_other = recipe.other_peak_flops
     tokens_mb = b * sq / cp
     # --- end issue 11
-    peak = s.peak_flops
+    peak = s.peak_flops * s.matmul_peak_fraction   # measured max achievable matmul rate (catalog)
+    peak_other = recipe.other_peak_flops * s.matmul_peak_fraction  # attention core, logits (issue 11)
     hbm = s.hbm_bandwidth_bytes_per_s * c.hbm_efficiency
     fab = Fabric(s, c)
 
     # --- per layer, per microbatch, forward, one device
     gemm_flops = layer_gemm_flops_per_token(m) * tokens_mb / t
     attn_flops = layer_attention_flops_per_token(m) * tokens_mb / t
-    # issue 11: the busiest expert's extra tokens (capacity_factor) set the MoE layer's pace
+    # a fused causal kernel skips the masked half of the score tiles (its executed FLOPs)
+    attn_exec = np.where(flash, layer_attention_flops_per_token(m, causal=True) * tokens_mb / t, attn_flops)
+    shapes = gemm.layer_gemm_shapes(tokens_mb, h, m.heads, m.kv_heads, mlp_inner_width(m), m.gated_mlp, t)
+    # the dense shapes set the rate; issue 11's FLOPs (routed experts, the busiest expert's extra
+    # tokens at capacity_factor, MLA widths) scale the time by their ratio to the shapes' FLOPs
     gemm_time_flops = gemm_flops + 2.0 * moe.imbalance_extra_active_params(
         m, np.where(m.gated_mlp, 3.0, 2.0)) * tokens_mb / t
-    t_gemm = gemm_time_flops / (peak * c.gemm_efficiency) + 4 * c.gemm_overhead_s
-    t_attn = np.where(flash, attn_flops / (peak_other * c.gemm_efficiency * c.flash_attention_efficiency),
+    shape_flops = sum(2.0 * mm * nn * kk for mm, nn, kk in shapes)
+    t_gemm = (gemm.gemm_time_s(shapes, peak, c.gemm_efficiency, hbm) * _share(gemm_time_flops, shape_flops)
+              + 4 * c.gemm_overhead_s)
+    t_attn = np.where(flash, attn_exec / (peak_other * c.gemm_efficiency * c.flash_attention_efficiency),
                       attn_flops / (peak_other * c.gemm_efficiency) + 2 * c.gemm_overhead_s)
     sbh = tokens_mb * h
     f = mlp_inner_width(m)
@@ -144,17 +102,14 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     tp_collective = np.where(sp, 2 * fab.all_gather(tp_bytes, 1.0, t) + 2 * fab.reduce_scatter(tp_bytes, 1.0, t),
                              2 * fab.all_reduce(tp_bytes, 1.0, t))
     tp_collective = np.where(t > 1, tp_collective, 0.0)
-    # with TP overlap the collectives are pipelined with the GEMMs they feed (forward: the layer's
-    # GEMMs; backward: the data- and weight-gradient GEMMs, twice as long): only the excess is exposed
-    tp_exposed = np.where(plan.overlap_tp_comm, np.maximum(tp_collective - t_gemm, 0.0), tp_collective)
-    tp_exposed_bwd = np.where(plan.overlap_tp_comm, np.maximum(tp_collective - 2.0 * t_gemm, 0.0),
-                              tp_collective)
+    kappa = c.overlap_slowdown
 
-    fwd_compute = t_gemm + t_attn + t_mem + t_softmax
+    # --- one layer's wall time (forward, backward, recompute) with its TP collectives: exposed,
+    # or with TP overlap pipelined with the GEMMs they feed (forward: the layer's GEMMs; backward:
+    # data- and weight-gradient GEMMs, twice as long) at the overlap slowdown (explore.model.overlap)
+    other_fwd = t_attn + t_mem + t_softmax
+    fwd_compute = t_gemm + other_fwd
     bwd_compute = 2.0 * fwd_compute
-    rc_full = plan.recompute == 2
-    rc_sel = plan.recompute == 1
-    rc_compute = np.where(rc_full, fwd_compute, np.where(rc_sel, t_attn + t_softmax, 0.0))
 
     # --- issue 11: MoE all-to-all (moe.py, topologies/alltoall.py) and ring attention (context.py)
     # dispatch + combine per MoE layer forward, their gradients backward; the ep group has stride etp.
@@ -176,24 +131,43 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     ring_exp_fwd = np.maximum(ring_fwd - t_attn, 0.0)
     ring_exp_bwd = np.maximum(2.0 * ring_fwd - 2.0 * t_attn, 0.0)
     frontier_fwd = a2a_exp_fwd + ring_exp_fwd
-    frontier_comm = frontier_fwd + a2a_exp_bwd + ring_exp_bwd
+    frontier_bwd = a2a_exp_bwd + ring_exp_bwd
     # --- end issue 11
-    rc_comm = np.where(rc_full, tp_exposed + frontier_fwd, 0.0)
-    layer_compute = fwd_compute + bwd_compute + rc_compute
-    layer_comm = tp_exposed + tp_exposed_bwd + rc_comm + frontier_comm
+
+    ov_tp = plan.overlap_tp_comm
+    fwd_wall = np.where(ov_tp, overlap.hide(t_gemm, tp_collective, kappa) + other_fwd,
+                        fwd_compute + tp_collective) + frontier_fwd
+    bwd_wall = np.where(ov_tp, overlap.hide(2.0 * t_gemm, tp_collective, kappa) + 2.0 * other_fwd,
+                        bwd_compute + tp_collective) + frontier_bwd
+    rc_full = plan.recompute == 2
+    rc_sel = plan.recompute == 1
+    rc_compute = np.where(rc_full, fwd_compute, np.where(rc_sel, t_attn + t_softmax, 0.0))
+    rc_wall = np.where(rc_full, fwd_wall, rc_compute)
 
     # --- output layer (last stage): logits GEMM, cross-entropy; embedding lookup is negligible
     logit_flops = logits_flops_per_token(m) * tokens_mb / t
-    head_compute = (3.0 * logit_flops / (peak_other * c.gemm_efficiency) + 3 * c.gemm_overhead_s
-                    + cal.LOGITS_BYTES_PER_ELEMENT * tokens_mb * m.vocab / t / hbm)
+    head_fwd = (logit_flops / (peak_other * c.gemm_efficiency) + c.gemm_overhead_s
+                + 0.5 * cal.LOGITS_BYTES_PER_ELEMENT * tokens_mb * m.vocab / t / hbm)
+    head_bwd = (2.0 * logit_flops / (peak_other * c.gemm_efficiency) + 2 * c.gemm_overhead_s
+                + 0.5 * cal.LOGITS_BYTES_PER_ELEMENT * tokens_mb * m.vocab / t / hbm)
 
+    # --- 1F1B steady state: each slot is one forward and one backward of the slowest stage;
+    # forward and backward are bounded separately (the fullest stage or the last stage + head)
     n_full, n_last = stage_layers(m, plan)
-    stage_full = n_full * (layer_compute + layer_comm)
-    stage_last = n_last * (layer_compute + layer_comm) + head_compute
-    slow_is_last = stage_last > stage_full
-    t_stage = np.maximum(stage_full, stage_last)
-    compute_stage = np.where(slow_is_last, n_last * layer_compute + head_compute, n_full * layer_compute)
-    comm_stage = np.where(slow_is_last, n_last, n_full) * layer_comm
+    t_fwd_stage = np.maximum(n_full * fwd_wall, n_last * fwd_wall + head_fwd)
+    t_bwd_stage = np.maximum(n_full * (bwd_wall + rc_wall), n_last * (bwd_wall + rc_wall) + head_bwd)
+    t_stage = t_fwd_stage + t_bwd_stage
+    last_fwd = n_full * fwd_wall < n_last * fwd_wall + head_fwd
+    last_bwd = n_full * (bwd_wall + rc_wall) < n_last * (bwd_wall + rc_wall) + head_bwd
+    compute_stage = (np.where(last_fwd, n_last * fwd_compute + head_fwd, n_full * fwd_compute)
+                     + np.where(last_bwd, n_last * (bwd_compute + rc_compute) + head_bwd,
+                                n_full * (bwd_compute + rc_compute)))
+
+    # issue 11: the layer's exposed communication and the MoE / ring-attention parts of it
+    layer_comm = (fwd_wall - fwd_compute) + (bwd_wall - bwd_compute) + (rc_wall - rc_compute)
+    rc_twice = np.where(rc_full, 2.0, 1.0)
+    moe_layer = a2a_exp_fwd * rc_twice + a2a_exp_bwd
+    cp_layer = ring_exp_fwd * rc_twice + ring_exp_bwd
 
     mb = plan.microbatches
     p, v = plan.pp, plan.virtual_stages
@@ -210,81 +184,92 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     untied = ~m.tied_embeddings
     params_full = n_full * layer_params(m) / t + emb / t + np.where((p == 1) & untied, emb / t, 0.0)
     params_last = n_last * layer_params(m) / t + emb / t  # output layer (a tied copy, too)
-    # issue 11: routed experts are split over ep (moe.py); sharded states see every replica's share
+    # issue 11: routed experts are split over etp*ep ranks instead of tp (moe.py); sharded
+    # states see every replica's share
     expert_total = moe.expert_params_per_layer(m, np.where(m.gated_mlp, 3.0, 2.0))
     params_full_replica, params_last_replica = params_full, params_last
-    expert_shard = 1.0 / t - 1.0 / (plan.etp * ep)   # experts over etp*ep ranks instead of tp
+    expert_shard = 1.0 / t - 1.0 / (plan.etp * ep)
     params_full = params_full - n_full * expert_total * expert_shard
     params_last = params_last - n_last * expert_total * expert_shard
 
-    # --- data parallel
+    # --- data parallel: gradient reduction in buckets (ZeRO 0/1: once per step; ZeRO-2: per
+    # microbatch; ZeRO-3: per layer and microbatch) and parameter gathers (ZeRO 1/2: once per
+    # step, in buckets; ZeRO-3: per layer, for every microbatch's forward and backward)
+    # issue 11: dense-weight gradients reduce over the dp*cp ranks (stride tp); routed-expert
+    # gradients (when experts are sharded unlike the dense weights) over the expert-data-parallel
+    # group of tp*dp*cp/(etp*ep) ranks (stride etp*ep), each in its own buckets
     dp = plan.dp
     params_dev = np.maximum(params_full, params_last)
     grad_bytes = params_dev * plan.grad_reduce_bytes
     zero = plan.zero
-    # --- issue 11: gradients of the dense weights reduce over the dp*cp ranks (stride tp; for cp = 1 the
-    # data-parallel group), routed-expert gradients (ep > 1) over the expert-data-parallel group of
-    # tp*dp*cp/(etp*ep) ranks (stride etp*ep)
     eg = plan.etp * ep
-    sep = eg != t                                   # experts sharded unlike the dense weights
+    sep = eg != t
     exp_dev = np.where(sep, n_full * expert_total / eg, 0.0)
+    dense_dev = params_dev - exp_dev
     dpc, edp = dp * cp, t * dp * cp / eg
+    on = dpc > 1
+    on_e = sep & (edp > 1)
+    z3 = (zero == 3) & (on | on_e)
+    rs_times = np.where(zero >= 2, mb, 1.0)
 
-    def red(size, stride, n):
-        return np.where(n > 1, np.where(zero >= 1, fab.reduce_scatter(size, stride, n),
-                                        fab.all_reduce(size, stride, n)), 0.0)
+    def dp_group(size, stride, n, active):
+        """(reduce time per pass, its last bucket, ZeRO-1/2 gather, one layer's ZeRO-3 gather)."""
+        buckets = np.maximum(np.ceil(size / plan.grad_bucket_params), 1.0)
+        calls = np.where(zero == 3, n_full, buckets)
+        red = np.where(zero >= 1, fab.reduce_scatter(size * plan.grad_reduce_bytes, stride, n, calls),
+                       fab.all_reduce(size * plan.grad_reduce_bytes, stride, n, calls))
+        red = np.where(active, red, 0.0)
+        ag = np.where(active & (zero >= 1) & (zero <= 2), fab.all_gather(size * 2.0, stride, n, buckets), 0.0)
+        layer = np.where(active, fab.all_gather(size * 2.0 / n_full, stride, n), 0.0)
+        return red, red / calls, ag, layer
 
-    def gat(size, stride, n):
-        return np.where((n > 1) & (zero >= 1), fab.all_gather(size, stride, n), 0.0)
+    rs_once, rs_last, t_ag, z3_layer = dp_group(dense_dev, t, dpc, on)
+    if np.any(on_e):
+        e = dp_group(exp_dev, eg, edp, on_e)
+        rs_once, rs_last, t_ag, z3_layer = (rs_once + e[0], rs_last + e[1], t_ag + e[2], z3_layer + e[3])
+    t_rs = rs_times * rs_once
+    t_z3 = np.where(z3, 2.0 * mb * n_full * z3_layer, 0.0)
+    stall = np.where(on, fab.reconfiguration_stall(t, dpc), 0.0)
 
-    t_rs = red((params_dev - exp_dev) * plan.grad_reduce_bytes, t, dpc)
-    t_ag = gat((params_dev - exp_dev) * 2.0, t, dpc)
-    if np.any(sep):
-        t_rs = t_rs + np.where(sep, red(exp_dev * plan.grad_reduce_bytes, eg, edp), 0.0)
-        t_ag = t_ag + np.where(sep, gat(exp_dev * 2.0, eg, edp), 0.0)
-    # --- end issue 11
-    # ZeRO-3: parameters gathered for each microbatch's forward and backward
-    z3 = (zero == 3) & (dpc > 1)
-    t_z3 = np.where(z3, 2.0 * mb * fab.all_gather(params_dev * 2.0, t, dpc), 0.0)
-    t_ag = np.where(z3, 0.0, t_ag)
-    # overlap windows: the wall time of the last microbatch's backward (incl. recompute and exposed
-    # TP collectives) and of the first microbatch's forward; both are part of pipe_steady, so a
-    # faster fabric never lengthens the step
-    last_bwd = n_full * (bwd_compute + rc_compute + tp_exposed_bwd + rc_comm)
-    first_fwd = n_full * (fwd_compute + tp_exposed)
-    dp_exposed = (np.where(plan.overlap_grad_reduce, np.maximum(t_rs - last_bwd, 0.0), t_rs)
-                  + np.where(plan.overlap_param_gather, np.maximum(t_ag - first_fwd, 0.0), t_ag))
-    z3_exposed = np.where(plan.overlap_param_gather, np.maximum(t_z3 - pipe_steady, 0.0), t_z3)
+    # --- the step as scheduled streams on the data-parallel link (explore.model.overlap): the
+    # gradient reduction runs under the last backward slot (ZeRO-2/3: under every backward slot),
+    # the parameter gather under the first forward slot, ZeRO-3 gathers under the whole pipeline
+    # (prefetched one layer ahead: each microbatch's first gather is exposed); the link
+    # serialises them and the last gradient bucket starts when the compute ends
+    compute_wall = pipe_steady + bubble + t_p2p
+    before_rs = compute_wall - np.where(zero >= 2, mb, 1.0) * t_bwd_stage
+    ov_rs, ov_ag = plan.overlap_grad_reduce, plan.overlap_param_gather
+    s_rs = np.where(ov_rs, t_rs, 0.0)
+    s_ag = np.where(ov_ag, t_ag, 0.0)
+    s_z3 = np.where(ov_ag, t_z3, 0.0)
+    streams = [(s_rs, before_rs), (s_ag, compute_wall - t_fwd_stage), (s_z3, np.zeros_like(compute_wall))]
+    bounds = [compute_wall + np.where(ov_rs, rs_last, 0.0),
+              compute_wall + np.where(ov_ag & z3, mb * z3_layer, 0.0)]
+    wall, _ = overlap.nested(compute_wall, streams, kappa, bounds)
+    dp_serial = np.where(ov_rs, 0.0, t_rs) + np.where(ov_ag, 0.0, t_ag) + stall
+    z3_serial = np.where(ov_ag, 0.0, t_z3)
+    ov_total = s_rs + s_ag + s_z3
+    z3_share = np.where(ov_total > 0, s_z3 / np.where(ov_total > 0, ov_total, 1.0), 0.0)
+    overlap_cost = wall - compute_wall           # exposed + slowdown of the overlapped streams
+    dp_exposed = dp_serial + (1.0 - z3_share) * overlap_cost
+    z3_exposed = z3_serial + z3_share * overlap_cost
 
     # --- optimizer step (memory-bound), states sharded by ZeRO >= 1
     # issue 11: ZeRO shards over dp*cp ranks; with ep the shard is the unsplit replica / (dp*cp)
     params_replica = np.maximum(params_full_replica, params_last_replica)
-    opt_params = np.where(zero >= 1, params_replica / (dp * cp), params_dev)
+    opt_params = np.where(zero >= 1, params_replica / dpc, params_dev)
     t_opt = cal.OPTIMIZER_BYTES_PER_PARAM * opt_params / hbm
 
-    step = pipe_steady + bubble + t_p2p + dp_exposed + z3_exposed + t_opt
+    step = wall + dp_serial + z3_serial + t_opt
 
-    # --- memory per device (bytes)
+    # --- memory per device (bytes): peak over the first, a full middle and the last stage
     act_layer = activation_bytes_per_layer(m, b / cp, t, sp, plan.recompute, flash)  # issue 11: s/cp tokens
-    in_flight_full = np.minimum(p * (1 + (p - 1) / (p * v)), np.maximum(mb, 1))
-    mem_act_first = act_layer * n_full * in_flight_full
-    mem_act_last = act_layer * n_last + 4.0 * tokens_mb * m.vocab / t  # fp32 logits
-    w_b, g_b, o_b = recipe.weight_bytes, recipe.grad_bytes, recipe.optimizer_bytes  # issue 11: per recipe
-
-    def state_bytes(params, replica):
-        # issue 11: a sharded state holds replica / (dp*cp) (= params / dp when cp = ep = 1)
-        shard = replica / (dp * cp)
-        w = np.where(zero >= 3, shard, params) * w_b
-        g = np.where(zero >= 2, shard, params) * g_b
-        o = np.where(zero >= 1, shard, params) * o_b
-        return w, g, o
-
-    wf, gf, of = state_bytes(params_full, params_full_replica)
-    wl, gl, ol = state_bytes(params_last, params_last_replica)
-    mem_first = wf + gf + of + mem_act_first + np.where(p == 1, 4.0 * tokens_mb * m.vocab / t, 0.0)
-    mem_last = wl + gl + ol + mem_act_last
-    first_peak = mem_first >= mem_last
-    mem = np.maximum(mem_first, mem_last) + cal.MEMORY_RESERVED_BYTES
+    mem_parts = memory.peak_memory(act_layer, layer_params(m) / t - expert_total * expert_shard, emb / t,
+                                   4.0 * tokens_mb * m.vocab / t, m.layers, p, v, mb, zero, dp, untied,
+                                   layer_replica=layer_params(m) / t, shard_ranks=dpc,
+                                   bytes_per_param=(recipe.weight_bytes, recipe.grad_bytes,
+                                                    recipe.optimizer_bytes))
+    mem = mem_parts["total"]
 
     # --- FLOPs actually executed per device per step (hardware FLOPs, incl. recompute)
     rc_flops = np.where(rc_full, gemm_flops + attn_flops, np.where(rc_sel, attn_flops, 0.0))
@@ -298,21 +283,18 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
         "busy_time_s": busy,
         "time_s_compute": mb * compute_stage,
         # issue 11: exposed MoE all-to-all and ring-attention exchange, split out of the layer comm
-        "time_s_tp_comm": mb * comm_stage * (1.0 - _share(frontier_comm + np.where(rc_full, frontier_fwd, 0.0),
-                                                           layer_comm)),
-        "time_s_moe_comm": mb * comm_stage * _share(a2a_exp_fwd * np.where(rc_full, 2.0, 1.0) + a2a_exp_bwd,
-                                                    layer_comm),
-        "time_s_cp_comm": mb * comm_stage * _share(ring_exp_fwd * np.where(rc_full, 2.0, 1.0) + ring_exp_bwd,
-                                                   layer_comm),
+        "time_s_tp_comm": mb * (t_stage - compute_stage) * (1.0 - _share(moe_layer + cp_layer, layer_comm)),
+        "time_s_moe_comm": mb * (t_stage - compute_stage) * _share(moe_layer, layer_comm),
+        "time_s_cp_comm": mb * (t_stage - compute_stage) * _share(cp_layer, layer_comm),
         "time_s_pp_bubble": bubble,
         "time_s_pp_p2p": t_p2p,
         "time_s_dp_comm": dp_exposed,
         "time_s_zero3_comm": z3_exposed,
         "time_s_optimizer": t_opt,
         "memory_per_device_bytes": mem,
-        "memory_bytes_weights": np.where(first_peak, wf, wl),
-        "memory_bytes_gradients": np.where(first_peak, gf, gl),
-        "memory_bytes_optimizer": np.where(first_peak, of, ol),
-        "memory_bytes_activations": np.where(first_peak, mem_first - wf - gf - of, mem_act_last),
+        "memory_bytes_weights": mem_parts["weights"],
+        "memory_bytes_gradients": mem_parts["gradients"],
+        "memory_bytes_optimizer": mem_parts["optimizer"],
+        "memory_bytes_activations": mem_parts["activations"],
         "bytes_scale_out_per_device": grad_bytes * 2 + np.where(p > 1, 2 * v * mb * p2p_bytes, 0.0),
     }

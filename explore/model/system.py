@@ -58,6 +58,7 @@ class SystemSpec:
     accelerator_parts: dict | None = None        # per-component cost and power shares (costs.py)
     network: object | None = None                # topologies.network.NetworkSpec (the step model requires it)
     interruptions_given: np.ndarray = False      # issue 11: an all-cause rate per device was given explicitly
+    matmul_peak_fraction: np.ndarray = 1.0       # measured max achievable matmul FLOP/s / dense peak
 
 
 def accelerator_arrays(r) -> dict[str, np.ndarray]:
@@ -208,6 +209,10 @@ def build_system(r) -> SystemSpec:
     kw["interruptions_given"] = float("datacenter.interruptions_per_device_hour" in v
                                       or "system.accelerator.interruptions_per_hour" in v)  # issue 11
     parts = acc["hw"] if "hw" in acc else None
+    # the catalog part (or the parametric design's base part): measured max achievable matmul rate
+    ids = v.get("system.accelerator")
+    kw["matmul_peak_fraction"] = (lookup("accelerators", ids, "matmul_peak_fraction") if ids is not None
+                                  else lookup("accelerators", np.array(["h100-sxm-80gb"]), "matmul_peak_fraction"))
     return SystemSpec(**{k: fit(a, n, float) for k, a in kw.items()},
                       accelerator_parts=parts, network=network_spec(r))
 
@@ -254,6 +259,14 @@ def network_spec(r):
     dp_b, pp_b = reconfig.plan_traffic_bytes(f("model.layers"), f("model.hidden"), seq, mbs,
                                              np.maximum(gb / (dp * mbs), 1.0), tp, pp,
                                              f("parallelism.virtual_stages"), f("parallelism.grad_reduce_bytes"))
+    # circuits are planned for the traffic that leaves a scale-up node: a data-parallel group
+    # inside one domain, or a pipeline whose stages share a domain, asks for none
+    # (hierarchical reduction: a node sends its gradient shard once, (outer-1)/outer of it, whatever
+    # its size; every device of a node has its own pipeline peer outside it)
+    from topologies.placement import group_span
+    _, dp_outer = group_span(tp, dp, su)
+    dp_node = dp_b * (dp_outer - 1.0) / dp_outer
+    pp_node = np.where(tp * dp >= su, pp_b * su, 0.0)
     policy = net.codes(fit(v[so + "reconfiguration"], n), reconfig.POLICIES)
     steps = f("training.tokens") / (gb * seq)
     tr = v.get(so + "transceiver")
@@ -267,7 +280,7 @@ def network_spec(r):
         ocs_reconfig_s=b(lookup("ocs", ocs_id, "reconfig_s") if rs is None else rs),
         ocs_power_w=b(lookup("ocs", ocs_id, "power_w")), ocs_cost_usd=b(lookup("ocs", ocs_id, "cost_usd")),
         reconfig_policy=policy, reconfigs_per_step=reconfig.reconfigurations_per_step(policy, steps),
-        dp_bytes_per_node=dp_b * su, pp_bytes_per_node=pp_b * su,
+        dp_bytes_per_node=dp_node, pp_bytes_per_node=pp_node,
         transceiver_power_w=b(np.nan if tr is None else lookup("switches", tr, "power_w")),
         transceiver_cost_usd=b(np.nan if tr is None else lookup("switches", tr, "cost_usd")),
         ocs_fit=b(lookup("ocs", ocs_id, "fit")))

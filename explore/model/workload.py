@@ -131,10 +131,24 @@ def layer_gemm_flops_per_token(m: ModelSpec):
     return 2.0 * (attention_params(m) + mlp_active_params(m))
 
 
-def layer_attention_flops_per_token(m: ModelSpec):
+CAUSAL_TILE = 128.0
+"""Query/key block edge of fused attention kernels (FlashAttention-2's 128-row blocks)."""
+
+
+def layer_attention_flops_per_token(m: ModelSpec, causal=False):
     """Forward attention-core FLOPs per token and layer: Q K^T and A V, 2 * 2 s h.
-    Issue 11: s -> the attention span (sliding window), h -> the core width (head_dim, MLA)."""
-    return 4.0 * _attn.attention_span(m) * _attn.core_width(m)
+    Issue 11: s -> the attention span (sliding window), h -> the core width (head_dim, MLA).
+
+    ``causal=True``: the FLOPs a causal fused kernel executes, which skips score blocks
+    above the diagonal: (1 + B/s)/2 of the full product for B x B blocks (the diagonal
+    blocks are computed whole; Dao 2023, FlashAttention-2, Sec. 3.1.1). A sliding window
+    shorter than the sequence already bounds the span, so no further factor applies.
+    MFU keeps the full count (``causal=False``), as Megatron-LM and the published MFU
+    figures do."""
+    span = _attn.attention_span(m)
+    full = 4.0 * span * _attn.core_width(m)
+    frac = np.where(span < m.seq_len, 1.0, np.minimum(0.5 * (1.0 + CAUSAL_TILE / m.seq_len), 1.0))
+    return np.where(causal, frac * full, full)
 
 
 def logits_flops_per_token(m: ModelSpec):

@@ -2,15 +2,17 @@
 
 ``space`` (a base scenario plus variables, derived fields, couplings, constraints and
 objectives), ``variables`` and ``expression`` (its parts), ``problem`` (the pymoo
-problem, algorithms, checkpointed runs), ``results`` (archive, hypervolume, NetCDF
-results) and ``plot`` (the Pareto-front figure).
+problem and the run), ``algorithms`` (the pymoo algorithms offered, mixed-integer
+operators), ``checkpoint`` (what a checkpoint holds, resuming), ``results`` (archive,
+hypervolume, NetCDF results, the checkpoint file format) and ``plot`` (the
+Pareto-front figure).
 """
 from __future__ import annotations
 
 import os
 
-from explore.search.problem import (ALGORITHMS, SearchSettings, checkpoint_settings, run_search,
-                                    settings_for)
+from explore.search.checkpoint import checkpoint_settings
+from explore.search.problem import ALGORITHMS, SearchSettings, run_search, settings_for
 from explore.search.results import read_result
 from explore.search.space import Space, SpaceError, load_space
 
@@ -20,11 +22,17 @@ def search(space, out=None, *, resume: bool = False, progress: bool = False, **s
 
     ``space`` is a space file, a dict or a loaded ``Space``; ``settings`` override its
     ``[search]`` table (``algorithm``, ``pop``, ``gens``, ``seed``, ``evaluations``,
-    ``plan``, ``reference``). With ``resume=True`` and a checkpoint ``out + ".ckpt"``
-    the interrupted run continues with its own settings and ends identical to an
-    uninterrupted run."""
+    ``plan``, ``reference``). With ``out``, a checkpoint ``out + ".ckpt"`` is written
+    after every generation; with ``resume=True`` an interrupted run continues from it
+    with its own settings and ends identical to an uninterrupted run. Bad settings or
+    an ``out`` that is a directory, in a missing folder or the space file itself raise
+    ``SpaceError`` before any work."""
+    from explore.search.results import check_outputs
+    inputs = [space] if isinstance(space, (str, os.PathLike)) else [getattr(space, "path", None)]
     if isinstance(space, (str, os.PathLike, dict)):
         space = load_space(space)
+    if out is not None:
+        check_outputs(inputs, out)
     base = None
     if resume and out is not None:
         from explore.search.results import checkpoint_path

@@ -62,7 +62,7 @@ def search_figure(ds: xr.Dataset) -> figures.Figure:
     """The result's front for each pair of objectives over its final population."""
     objs = [str(o) for o in ds["objective"].values]
     n = ds.sizes["design"]
-    hv = ds["hypervolume"].values
+    hv = ds["hypervolume"].values if "hypervolume" in ds else []
     sub = (f"{n} Pareto designs (coloured), feasible final population (grey); "
            f"{ds.attrs.get('evaluations', '?')} evaluations, seed {ds.attrs.get('seed', '?')}"
            + (f", hypervolume {hv[-1]:.4g}" if len(hv) else ""))

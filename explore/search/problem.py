@@ -2,8 +2,8 @@
 
 The decision vector encodes each variable as one column: a choice or an int with
 listed values as its index, an int range as its value, a real as its value (its
-log if ``log``). Integer columns are sampled uniformly and rounded after
-variation (``RoundIntegers``), so the algorithms run unchanged on mixed spaces.
+log if ``log``); ``explore.search.algorithms`` samples and rounds the integer
+columns, so the algorithms run unchanged on mixed spaces.
 ``SpaceProblem._evaluate`` decodes the *whole population* into one batched
 scenario and makes one ``explore.evaluate`` call; infeasible designs are
 constraint violations (``G > 0``), objectives are negated for ``max`` (pymoo
@@ -22,9 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from pymoo.core.problem import Problem
-from pymoo.core.repair import Repair
-from pymoo.core.sampling import Sampling
 
+from explore.search.algorithms import ALGORITHMS, make_algorithm
 from explore.search.variables import SpaceError
 
 BIG = 1e30       # objective value given to designs with no metric (they are infeasible anyway)
@@ -81,34 +80,6 @@ class Encoding:
             else:
                 out.append(np.log(c.astype(float)) if v.log else c.astype(float))
         return np.column_stack(out) if out else np.zeros((0, 0))
-
-
-class RoundIntegers(Repair):
-    """Round the integer (and index) columns and clip every column to its bounds."""
-
-    def __init__(self, integer: np.ndarray):
-        super().__init__()
-        self.integer = integer
-
-    def _do(self, problem, X, **kwargs):
-        X = np.clip(X, problem.xl, problem.xu)
-        X[:, self.integer] = np.round(X[:, self.integer])
-        return X
-
-
-class MixedSampling(Sampling):
-    """Uniform integers on integer columns, uniform reals on the others."""
-
-    def __init__(self, integer: np.ndarray):
-        super().__init__()
-        self.integer = integer
-
-    def _do(self, problem, n_samples, *args, random_state=None, **kwargs):
-        u = random_state.random((n_samples, problem.n_var))
-        X = problem.xl + u * (problem.xu - problem.xl)
-        span = problem.xu - problem.xl + 1.0
-        X[:, self.integer] = (problem.xl + np.floor(u * span))[:, self.integer]
-        return np.minimum(X, problem.xu)
 
 
 # ----------------------------------------------------------------------------- the problem
@@ -277,13 +248,8 @@ class SpaceProblem(Problem):
         rows = np.arange(n)
         return F3[rows, pick], G3[rows, pick]
 
-    def __getstate__(self):
-        state = self.__dict__.copy()
-        state["last"] = None
-        return state
 
-
-# ----------------------------------------------------------------------------- algorithms
+# ----------------------------------------------------------------------------- settings
 
 @dataclass(frozen=True)
 class SearchSettings:
@@ -298,52 +264,7 @@ class SearchSettings:
 
 
 SETTING_KEYS = tuple(SearchSettings.__dataclass_fields__)
-
-
-def _nsga2(pop, n_obj, seed, **kw):
-    from pymoo.algorithms.moo.nsga2 import NSGA2
-    return NSGA2(pop_size=pop, **kw)
-
-
-def _ref_dirs(n_obj, pop, seed):
-    from pymoo.util.ref_dirs import get_reference_directions
-    if n_obj == 1:
-        return np.ones((1, 1))
-    return get_reference_directions("energy", n_obj, pop, seed=seed)
-
-
-def _nsga3(pop, n_obj, seed, **kw):
-    from pymoo.algorithms.moo.nsga3 import NSGA3
-    return NSGA3(ref_dirs=_ref_dirs(n_obj, pop, seed), pop_size=pop, **kw)
-
-
-def _unsga3(pop, n_obj, seed, **kw):
-    from pymoo.algorithms.moo.unsga3 import UNSGA3
-    return UNSGA3(ref_dirs=_ref_dirs(n_obj, pop, seed), pop_size=pop, **kw)
-
-
-def _smsemoa(pop, n_obj, seed, **kw):
-    from pymoo.algorithms.moo.sms import SMSEMOA
-    return SMSEMOA(pop_size=pop, **kw)
-
-
-def _agemoea(pop, n_obj, seed, **kw):
-    from pymoo.algorithms.moo.age import AGEMOEA
-    return AGEMOEA(pop_size=pop, **kw)
-
-
-ALGORITHMS = {"nsga2": _nsga2, "nsga3": _nsga3, "unsga3": _unsga3, "smsemoa": _smsemoa,
-              "agemoea": _agemoea}
-
-
-def make_algorithm(settings: SearchSettings, problem: SpaceProblem):
-    """pymoo algorithm with mixed-integer sampling, SBX/PM variation and rounding repair."""
-    from pymoo.operators.crossover.sbx import SBX
-    from pymoo.operators.mutation.pm import PM
-    integer = problem.encoding.integer
-    kw = dict(sampling=MixedSampling(integer), crossover=SBX(prob=0.9, eta=15),
-              mutation=PM(eta=20), repair=RoundIntegers(integer), eliminate_duplicates=True)
-    return ALGORITHMS[settings.algorithm](settings.pop, problem.n_obj, settings.seed, **kw)
+INT64_MAX = 2 ** 63 - 1          # settings are stored as int64 (NetCDF attributes)
 
 
 def settings_for(space, base: SearchSettings | None = None, **flags) -> SearchSettings:
@@ -366,8 +287,9 @@ def settings_for(space, base: SearchSettings | None = None, **flags) -> SearchSe
         raise SpaceError(f"{where}.plan: value {s.plan!r} is not allowed; allowed: 'search', 'enumerate'")
     for k, lo in (("pop", 2), ("gens", 1), ("seed", 0), ("evaluations", 0)):
         v = getattr(s, k)
-        if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-            raise SpaceError(f"{where}.{k}: value {v!r} is not allowed; allowed: an integer >= {lo}")
+        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= INT64_MAX:
+            raise SpaceError(f"{where}.{k}: value {v!r} is not allowed; allowed: an integer "
+                             f"from {lo} to {INT64_MAX} (2**63 - 1)")
     if not isinstance(raw.get("reference", ()), (list, tuple)):
         raise SpaceError(f"{where}.reference: value {raw['reference']!r} is not allowed; allowed: "
                          f"a list of {len(space.objectives)} numbers, one per objective")
@@ -382,9 +304,7 @@ def settings_for(space, base: SearchSettings | None = None, **flags) -> SearchSe
 
 def _fresh_state(space, settings: SearchSettings) -> dict:
     problem = SpaceProblem(space, settings.plan)
-    state = {"fingerprint": space.fingerprint, "settings": settings,
-             "seed": settings.seed, "pop": settings.pop,
-             "algorithm_name": settings.algorithm, "plan": settings.plan, "problem": problem,
+    state = {"fingerprint": space.fingerprint, "settings": settings, "problem": problem,
              "algorithm": None, "archive": None, "generation": 0,
              "history": {"generation": [], "hypervolume": [], "evaluations": [], "front_size": [],
                          "reference": (space.signs * np.asarray(settings.reference, float)
@@ -401,30 +321,6 @@ def _fresh_state(space, settings: SearchSettings) -> dict:
     return state
 
 
-def _resume_state(space, settings: SearchSettings, ckpt) -> dict:
-    from explore.search.results import load_checkpoint
-    try:
-        state = load_checkpoint(ckpt)
-    except Exception as e:  # a truncated or foreign file is a user error, not a crash
-        raise SpaceError(f"{ckpt}: cannot resume: unreadable checkpoint ({type(e).__name__})") from None
-    for key, now in (("fingerprint", space.fingerprint), ("seed", settings.seed),
-                     ("pop", settings.pop), ("algorithm_name", settings.algorithm),
-                     ("plan", settings.plan)):
-        if state.get(key) != now:
-            raise SpaceError(f"{ckpt}: cannot resume: {key} was {state.get(key)!r}, now {now!r}; "
-                             f"allowed: the same space file and settings")
-    return state
-
-
-def checkpoint_settings(ckpt) -> SearchSettings | None:
-    """The settings a checkpointed run was started with (None if unreadable)."""
-    from explore.search.results import load_checkpoint
-    try:
-        return load_checkpoint(ckpt).get("settings")
-    except Exception:
-        return None
-
-
 def run_search(space, settings: SearchSettings | None = None, out=None, resume: bool = False,
                progress: bool = False, on_generation=None, time_limit_s: float | None = None):
     """Run (or resume) a search; returns the result Dataset (and writes ``out`` if given).
@@ -437,6 +333,7 @@ def run_search(space, settings: SearchSettings | None = None, out=None, resume: 
     t0 = time.perf_counter()
     from explore.search.results import (checkpoint_path, hypervolume, reference_point,
                                         result_dataset, save_checkpoint, write_result)
+    from explore.search.checkpoint import _checkpoint_record, _resume_state
     settings = settings or settings_for(space)
     ckpt = checkpoint_path(out) if out is not None else None
     if resume and ckpt is not None and ckpt.exists():
@@ -473,7 +370,7 @@ def run_search(space, settings: SearchSettings | None = None, out=None, resume: 
                          ("evaluations", problem.n_designs), ("front_size", len(archive.F))):
                 hist[k].append(v)
             if ckpt is not None:
-                save_checkpoint(ckpt, state)
+                save_checkpoint(ckpt, *_checkpoint_record(state))
             if bar is not None:
                 bar.update(1)
                 bar.set_postfix(evals=problem.n_designs, hv=f"{hv:.4g}", front=len(archive.F))

@@ -5,67 +5,41 @@ The archive keeps every feasible, non-dominated design evaluated so far (all
 its metrics), so the front reported is the best seen, not only the last
 population's. Hypervolume is pymoo's exact indicator (``pymoo.indicators.hv``)
 in the minimised objective space, against a reference point fixed at the first
-generation with a feasible design (or given in the space file) and recorded.
+generation with a feasible design (or given in the space file) and recorded; it is
+also reported normalised to the reference box (from the best value seen per
+objective to the reference point), so it lies in [0, 1]. Non-dominated filtering
+and sorting use moocore. The checkpoint is an ``.npz`` archive of plain arrays plus a
+JSON record and a sha256 digest: loading it never unpickles, so never runs code.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import os
-import pickle
+import zipfile
 from pathlib import Path
 
+import moocore
 import numpy as np
 import xarray as xr
 from pymoo.indicators.hv import HV
 
-CHUNK = 2048
-
-
 def nondominated(F: np.ndarray) -> np.ndarray:
-    """Indices of the rows of F (minimised) that no other row dominates.
-
-    a dominates b iff a <= b everywhere and a < b somewhere. Rows are visited in
-    lexicographic order of (normalised sum, f1, f2, ...): a dominator always comes
-    before the rows it dominates, so each block is checked against the front so
-    far and against itself only -- O(n |front|) with numpy broadcasting."""
+    """Indices of the rows of F (minimised) that no other row dominates (a dominates b iff
+    a <= b everywhere and a < b somewhere; equal rows are all kept). moocore's
+    dimension sweep (Kung, Luccio & Preparata 1975): O(n log n) for up to 3 objectives."""
     F = np.asarray(F, dtype=float)
-    n = F.shape[0]
-    if n == 0:
+    if F.shape[0] == 0:
         return np.zeros(0, dtype=int)
-    lo, hi = F.min(axis=0), F.max(axis=0)
-    norm = (F - lo) / np.where(hi > lo, hi - lo, 1.0)
-    order = np.lexsort(tuple(F[:, ::-1].T) + (norm.sum(axis=1),))
-    front: list[np.ndarray] = []
-    P = np.zeros((0, F.shape[1]))
-    for s in range(0, n, CHUNK):
-        idx = order[s:s + CHUNK]
-        C = F[idx]
-        if len(P):
-            dom = np.zeros(len(C), dtype=bool)
-            for p in range(0, len(P), CHUNK):
-                B = P[p:p + CHUNK]
-                le = (B[:, None, :] <= C[None, :, :]).all(axis=2)
-                lt = (B[:, None, :] < C[None, :, :]).any(axis=2)
-                dom |= (le & lt).any(axis=0)
-            idx, C = idx[~dom], C[~dom]
-        le = (C[:, None, :] <= C[None, :, :]).all(axis=2)
-        lt = (C[:, None, :] < C[None, :, :]).any(axis=2)
-        keep = ~(le & lt).any(axis=0)
-        front.append(idx[keep])
-        P = np.vstack([P, C[keep]])
-    return np.sort(np.concatenate(front))
+    return np.flatnonzero(moocore.is_nondominated(F, keep_weakly=True))
 
 
 def nondominated_rank(F: np.ndarray) -> np.ndarray:
-    """Non-dominated sorting rank (0 = first front) of every row of F."""
-    rank = np.full(len(F), -1)
-    left = np.arange(len(F))
-    r = 0
-    while len(left):
-        nd = nondominated(F[left])
-        rank[left[nd]] = r
-        left = np.delete(left, nd)
-        r += 1
-    return rank
+    """Non-dominated sorting rank (0 = first front) of every row of F (moocore)."""
+    F = np.asarray(F, dtype=float)
+    if F.shape[0] == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.asarray(moocore.pareto_rank(F), dtype=np.int64)
 
 
 def decision_keys(cols: dict[str, np.ndarray], names: list[str]) -> np.ndarray:
@@ -105,6 +79,27 @@ class Archive:
         keep = first[nondominated(Fn[first])]
         self.cols = {k: c[keep] for k, c in cols.items()}
         self.F = Fn[keep]
+
+    def state(self) -> tuple[dict, dict[str, np.ndarray]]:
+        """(JSON record, plain arrays) of the archive, for a checkpoint."""
+        arrays, columns = {"archive_F": np.asarray(self.F, float)}, []
+        for j, (k, c) in enumerate(self.cols.items()):
+            arrays[f"archive_col_{j}"], kind = _plain(c)
+            columns.append([k, bool(self.meta[k][0]), self.meta[k][1], kind])
+        return {"names": list(self.names), "columns": columns, "attrs": self.attrs}, arrays
+
+    @classmethod
+    def from_state(cls, record: dict, arrays: dict[str, np.ndarray]) -> "Archive":
+        a = cls(list(record["names"]))
+        a.attrs = dict(record["attrs"])
+        for j, (k, is_coord, attrs, kind) in enumerate(record["columns"]):
+            c = arrays[f"archive_col_{j}"]
+            a.cols[k] = c.astype(object) if kind == "O" else c
+            a.meta[k] = (bool(is_coord), dict(attrs))
+        a.F = arrays["archive_F"]
+        if a.cols and any(len(c) != len(a.F) for c in a.cols.values()):
+            raise CheckpointError("archive columns and objectives differ in length")
+        return a
 
     def dataset(self, order: np.ndarray) -> xr.Dataset:
         data = {k: ("design", self.cols[k][order], self.meta[k][1]) for k in self.cols
@@ -154,6 +149,16 @@ def result_dataset(space, settings, archive: Archive, history: dict, pop_X, pop_
     ds["evaluations"] = ("generation", np.asarray(history["evaluations"], dtype=np.int64))
     ds["front_size"] = ("generation", np.asarray(history["front_size"], dtype=np.int64))
     ds["hypervolume"].attrs["description"] = "pymoo HV of the archive front (minimised space)"
+    ref = history.get("reference")
+    ideal, box = None, 0.0
+    if ref is not None and len(archive.F):
+        ideal = archive.F.min(axis=0)          # best value seen per objective: below every front
+        box = float(np.prod(np.maximum(np.asarray(ref, float) - ideal, 0.0)))
+    hv = ds["hypervolume"].values
+    ds["hypervolume_normalised"] = ("generation", hv / box if box > 0 else np.zeros_like(hv))
+    ds["hypervolume_normalised"].attrs["description"] = (
+        "hypervolume / volume of the reference box [hv_ideal_point, hv_reference_point] "
+        "(minimised space): 1 = a single design at the ideal point dominates the whole box")
     if pop_X is not None and len(pop_X):
         ds = ds.assign_coords(member=np.arange(len(pop_X)), variable=history["x_names"])
         ds["population_x"] = (("member", "variable"), np.asarray(pop_X, float))
@@ -161,7 +166,6 @@ def result_dataset(space, settings, archive: Archive, history: dict, pop_X, pop_
         ds["population_objectives"] = (("member", "objective"), np.asarray(pop_F) * space.signs)
         ds["population_violation"] = ("member", np.asarray(pop_CV, float).ravel())
         ds["population_rank"] = ("member", _pop_rank(np.asarray(pop_F), np.asarray(pop_CV).ravel()))
-    ref = history.get("reference")
     ds.attrs.update({
         "title": f"lightpath search: {space.name}",
         "space_name": space.name, "space_text": space.source_text,
@@ -171,6 +175,7 @@ def result_dataset(space, settings, archive: Archive, history: dict, pop_X, pop_
         "objective_names": names, "objective_senses": [s for _, s in space.objectives],
         "constraint_names": list(space.constraint_names),
         "hv_reference_point": [] if ref is None else [float(x) for x in ref],
+        "hv_ideal_point": [] if ideal is None else [float(x) for x in ideal],
         "hv_reference_space": "minimised objectives (max objectives negated)",
         "pymoo_version": _version("pymoo"), "lightpath_version": _version("lightpath"),
     })
@@ -210,6 +215,29 @@ def _engine() -> str:
         return "h5netcdf"
 
 
+def check_outputs(inputs, out=None, html=None) -> None:
+    """Refuse, before any work, outputs that cannot be written or would overwrite an
+    input: ``out`` (result file) and ``html`` (plot) must be files in existing folders,
+    distinct from each other and from every path in ``inputs`` (the space file)."""
+    from explore.search.variables import SpaceError
+    given = [(flag, Path(p)) for flag, p in (("--out", out), ("--html", html)) if p is not None]
+    if out is not None:
+        given.append(("--out (its checkpoint)", checkpoint_path(out)))
+    for flag, p in given:
+        if p.is_dir():
+            raise SpaceError(f"{flag}: {p} is a directory; allowed: a file path")
+        if not p.parent.is_dir():
+            raise SpaceError(f"{flag}: folder {p.parent} does not exist; allowed: a file in an "
+                             f"existing folder")
+        for src in inputs:
+            if src is not None and Path(src).exists() and p.exists() and \
+                    os.path.samefile(src, p):
+                raise SpaceError(f"{flag}: {p} is the input file {src}; refusing to overwrite "
+                                 f"it; allowed: another path")
+    if out is not None and html is not None and Path(html).resolve() == Path(out).resolve():
+        raise SpaceError(f"--html: {html} is also --out; allowed: another path")
+
+
 def write_result(ds: xr.Dataset, path) -> None:
     """Write NetCDF-4 atomically: a temporary file, then rename."""
     path = Path(path)
@@ -221,7 +249,8 @@ def write_result(ds: xr.Dataset, path) -> None:
 def read_result(path) -> xr.Dataset:
     with xr.open_dataset(path, engine=_engine()) as ds:
         ds = ds.load()
-    for k in ("objective_names", "objective_senses", "constraint_names", "hv_reference_point"):
+    for k in ("objective_names", "objective_senses", "constraint_names", "hv_reference_point",
+              "hv_ideal_point"):
         if k in ds.attrs and np.ndim(ds.attrs[k]) == 0:        # NetCDF stores 1-lists as scalars
             ds.attrs[k] = [ds.attrs[k]]
         elif k in ds.attrs:
@@ -235,16 +264,74 @@ def checkpoint_path(out) -> Path:
     return Path(str(out) + ".ckpt")
 
 
-def save_checkpoint(path: Path, state: dict) -> None:
-    """Pickle the search state (pymoo algorithm with its RNG, archive, history) atomically."""
+CHECKPOINT_FORMAT = "lightpath-search-checkpoint"
+CHECKPOINT_VERSION = 1
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be used: unreadable, damaged or not a lightpath checkpoint."""
+
+
+def _digest(meta_text: str, arrays: dict[str, np.ndarray]) -> str:
+    """sha256 over the metadata and every array's name, dtype, shape and bytes."""
+    h = hashlib.sha256(meta_text.encode())
+    for k in sorted(arrays):
+        a = np.ascontiguousarray(arrays[k])
+        h.update(f"\0{k}\0{a.dtype.str}\0{a.shape}\0".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def _plain(a: np.ndarray) -> tuple[np.ndarray, str]:
+    """An array numpy can store without pickle (object strings -> unicode), and its kind."""
+    a = np.asarray(a)
+    if a.dtype == object:
+        return a.astype(str), "O"
+    return a, a.dtype.kind
+
+
+def save_checkpoint(path: Path, meta: dict, arrays: dict[str, np.ndarray]) -> None:
+    """Write a checkpoint atomically: an ``.npz`` archive of plain arrays (never pickle)
+    plus a JSON ``meta`` record and a sha256 ``digest`` of both."""
+    arrays = {k: np.asarray(v) for k, v in arrays.items()}
+    for k, v in arrays.items():
+        if v.dtype == object:
+            raise TypeError(f"checkpoint array {k!r} has dtype object")
+    meta = {"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, **meta}
+    text = json.dumps(meta, sort_keys=True)
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as f:
-        pickle.dump(state, f, protocol=pickle.HIGHEST_PROTOCOL)
+        np.savez(f, meta=np.array(text), digest=np.array(_digest(text, arrays)), **arrays)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
 
 
-def load_checkpoint(path: Path) -> dict:
-    with open(path, "rb") as f:
-        return pickle.load(f)
+def load_checkpoint(path: Path) -> tuple[dict, dict[str, np.ndarray]]:
+    """(meta, arrays) of a checkpoint, verified against its digest. Loading never runs code:
+    ``allow_pickle=False`` refuses object arrays, and ``meta`` is JSON."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            if not isinstance(z, np.lib.npyio.NpzFile):
+                raise CheckpointError("not an .npz archive")
+            arrays = {k: z[k] for k in z.files}
+    except CheckpointError:
+        raise
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError) as e:
+        raise CheckpointError(f"unreadable ({type(e).__name__}: {str(e)[:80]})") from None
+    if "meta" not in arrays or "digest" not in arrays:
+        raise CheckpointError("no 'meta' and 'digest' records; allowed: a checkpoint written "
+                              "by lightpath search")
+    text, digest = str(arrays.pop("meta")), str(arrays.pop("digest"))
+    if _digest(text, arrays) != digest:
+        raise CheckpointError("digest mismatch (the file was modified or damaged)")
+    try:
+        meta = json.loads(text)
+    except ValueError:
+        raise CheckpointError("'meta' is not JSON") from None
+    if not isinstance(meta, dict):
+        raise CheckpointError(f"'meta' is a {type(meta).__name__}; allowed: a JSON object")
+    if meta.get("format") != CHECKPOINT_FORMAT or meta.get("version") != CHECKPOINT_VERSION:
+        raise CheckpointError(f"format {meta.get('format')!r} version {meta.get('version')!r}; "
+                              f"allowed: {CHECKPOINT_FORMAT!r} version {CHECKPOINT_VERSION}")
+    return meta, arrays

@@ -81,7 +81,7 @@ def _variable(space: str, name: str, spec, known: list[str]) -> Variable:
     path = spec.get("field", name)
     if not isinstance(path, str) or path not in known:
         raise SpaceError(f"{where}.field: unknown scenario field {path!r}{_suggest(str(path), known)}; "
-                         f"allowed: a dotted field such as parallelism.tp (see DESIGN.md)")
+                         f"allowed: a dotted field such as parallelism.tp (see docs/architecture.md)")
     f = schema_field(path)
     kind = spec.get("kind")
     if kind is not None and kind not in ("int", "real", "choice"):

@@ -7,9 +7,9 @@ the ``ds.lightpath`` accessor (Pareto front, feasible points) on any result.
 from explore.sweep.grid import (CHUNK_DEFAULT, Layout, SweepError, chunk_size, evaluate_chunk,
                                 grid_coords, lazy_sweep)
 from explore.sweep.store import (WORKER_ENV, SweepReport, compute_chunk, local_cluster, open_sweep,
-                                 prepare_store, run_sweep, sweep)
+                                 prepare_store, run_sweep, store_lock, sweep, verify_chunk)
 from explore.sweep import accessor  # noqa: F401  registers the ``ds.lightpath`` accessor
 
 __all__ = ["CHUNK_DEFAULT", "Layout", "SweepError", "chunk_size", "evaluate_chunk", "grid_coords",
            "lazy_sweep", "WORKER_ENV", "SweepReport", "compute_chunk", "local_cluster", "open_sweep",
-           "prepare_store", "run_sweep", "sweep"]
+           "prepare_store", "run_sweep", "store_lock", "sweep", "verify_chunk"]

@@ -13,7 +13,7 @@ import xarray as xr
 
 from explore.scenario import ScenarioError
 
-# Natural sense of a metric, read from the unit in its name (DESIGN.md: units in names).
+# Natural sense of a metric, read from the unit in its name (docs/architecture.md: units in names).
 _MAX = ("tokens_per_s", "model_flops_per_s_per_device", "mfu", "hfu", "goodput")
 _MIN_SUFFIXES = ("_s", "_j", "_usd", "_bytes", "_w", "_fraction")
 
@@ -30,26 +30,33 @@ def natural_sense(metric: str) -> str | None:
 def pareto_mask(F: np.ndarray) -> np.ndarray:
     """Non-dominated rows of ``F`` (n, k), all minimised; equal rows are all kept.
 
-    Row a dominates b when a <= b in every column and a < b in one. Two objectives:
-    on the distinct rows sorted lexicographically, a row is non-dominated iff its
-    second value is below the running minimum of the rows before it (O(n log n)).
-    More objectives: pymoo's non-dominated filter on the distinct rows.
+    Row a dominates b when a <= b in every column and a < b in one;
+    moocore's dimension sweep (O(n log n) for up to three objectives).
     """
+    import moocore
     F = np.asarray(F, dtype=float)
     if F.shape[0] == 0:
         return np.zeros(0, dtype=bool)
-    uniq, inv = np.unique(F, axis=0, return_inverse=True)   # lexicographically sorted
-    inv = inv.reshape(-1)
-    if F.shape[1] == 1:
-        keep = uniq[:, 0] == uniq[0, 0]
-    elif F.shape[1] == 2:
-        prev = np.concatenate(([np.inf], np.minimum.accumulate(uniq[:-1, 1])))
-        keep = uniq[:, 1] < prev
-    else:
-        from pymoo.util.nds.non_dominated_sorting import find_non_dominated
-        keep = np.zeros(len(uniq), dtype=bool)
-        keep[find_non_dominated(uniq)] = True
-    return keep[inv]
+    return np.asarray(moocore.is_nondominated(F, keep_weakly=True), dtype=bool)
+
+
+def _str_list(value) -> list[str]:
+    """An attribute as a list of strings (NetCDF stores a one-element list as a scalar)."""
+    return [str(x) for x in np.atleast_1d(np.asarray(value, dtype=object)).tolist()]
+
+
+def declared_objectives(ds: xr.Dataset) -> dict[str, str]:
+    """{metric: 'min' | 'max'} from the ``objective_names`` and ``objective_senses``
+    attributes that search and sweep results share ({} when absent)."""
+    names = _str_list(ds.attrs.get("objective_names", []))
+    senses = _str_list(ds.attrs.get("objective_senses", []))
+    if not names and "objectives" in ds.attrs:           # stores written before the convention
+        pairs = ds.attrs["objectives"]
+        names, senses = [str(p[0]) for p in pairs], [str(p[1]) for p in pairs]
+    if len(names) != len(senses) or any(s not in ("min", "max") for s in senses):
+        raise ScenarioError(f"pareto: attributes objective_names {names!r} and objective_senses "
+                            f"{senses!r} do not match; allowed: one 'min' or 'max' per objective")
+    return dict(zip(names, senses))
 
 
 @xr.register_dataset_accessor("lightpath")
@@ -96,13 +103,13 @@ class LightpathAccessor:
     def pareto(self, objectives=None, senses=None) -> xr.Dataset:
         """Non-dominated feasible designs along ``design``, sorted by the first objective.
 
-        ``objectives``: metric names (default: the dataset's ``objectives`` attribute).
-        ``senses``: 'min'/'max' per objective (default: from the ``objectives``
-        attribute, else the metric's natural sense from its unit; otherwise an error).
+        ``objectives``: metric names (default: the dataset's ``objective_names`` attribute,
+        which search and sweep results both carry).
+        ``senses``: 'min'/'max' per objective (default: from ``objective_senses``, else the metric's natural sense from its unit; otherwise an error).
         Designs with ``valid == False`` or a non-finite objective are excluded.
         """
         ds = self._ds
-        declared = {m: s for m, s in ds.attrs.get("objectives", [])}
+        declared = declared_objectives(ds)
         if objectives is None:
             objectives = list(declared)
         if isinstance(objectives, str):

@@ -22,7 +22,7 @@ import xarray as xr
 from explore.scenario import ScenarioError
 
 CHUNK_DEFAULT = 1 << 17          # points per chunk: ~70 MB of results, ~0.3 GB peak per worker
-BOOKKEEPING = ("sweep_chunk_run", "sweep_chunk_valid")
+BOOKKEEPING = ("sweep_chunk_run", "sweep_chunk_valid", "sweep_chunk_digest")
 SWEEP_KEYS = ("chunk", "store")
 DEFAULT_STORE = ("step_time_s", "tokens_per_s", "mfu", "memory_per_device_bytes", "time_to_train_s",
                  "energy_per_token_j", "cost_per_token_usd", "capex_usd", "power_w", "goodput")
@@ -186,7 +186,8 @@ def _attrs(space, layout: Layout) -> dict:
         "space_name": space.name, "space_fingerprint": space.fingerprint,
         "space_source": space.source_text,
         "space_base": json.dumps(space.base, sort_keys=True, default=str),
-        "objectives": [list(o) for o in space.objectives],
+        "objective_names": [m for m, _ in space.objectives],      # as in search results
+        "objective_senses": [sense for _, sense in space.objectives],
         "sweep_points": layout.points, "sweep_chunk_points": layout.chunk_points,
     }
 

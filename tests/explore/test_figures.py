@@ -58,7 +58,7 @@ def test_cli_search_and_pareto_figures(tmp_path, capsys):
     from explore.cli.main import main
     space = "studies/spaces/codesign-gpt3-175b.toml"
     out = tmp_path / "r.nc"
-    assert main(["search", space, "--pop", "12", "--gens", "2", "--out", str(out), "--no-progress",
+    assert main(["search", space, "--pop", "12", "--gens", "4", "--out", str(out), "--no-progress",
                  "--figure", str(tmp_path / "f.png"), "--figure", str(tmp_path / "f.svg")]) == 0
     assert (tmp_path / "f.png").stat().st_size > 5000 and (tmp_path / "f.svg").exists()
     assert main(["pareto", str(out), "--html", str(tmp_path / "p.html"), "--figure",

@@ -250,3 +250,110 @@ def test_store_killed_while_being_created_is_made_again(space, tmp_path):
     lay2, run2, todo2 = prepare_store(space, out, CHUNK)
     assert (lay2, run2, todo2) == (lay, 1, list(range(lay.n_chunks)))
     assert zarr.open_group(str(out), mode="r").attrs["sweep_ready"] is True
+
+
+# ----------------------------------------------------------------------------- integrity
+
+def _chunk_file(out: Path, name: str, lay: Layout, i: int) -> Path:
+    key = "/".join(str(s.start // c) for s, c in zip(lay.region(i), lay.zarr_chunks))
+    return out / name / "c" / key
+
+
+@pytest.mark.parametrize("damage", ["truncated data chunk", "deleted string chunk",
+                                    "deleted array metadata", "marker truncated to 3 bytes",
+                                    "deleted digest chunk"])
+def test_damaged_store_is_detected_and_recomputed(damage, space, reference, cluster, tmp_path):
+    import shutil
+    out = tmp_path / "damaged.zarr"
+    shutil.copytree(reference[0], out)
+    lay = Layout.for_grid([v.size for v in space.variables], CHUNK)
+    if damage == "truncated data chunk":
+        f = _chunk_file(out, "step_time_s", lay, 3)
+        f.write_bytes(f.read_bytes()[: f.stat().st_size // 2])
+    elif damage == "deleted string chunk":
+        # Zarr writes no chunk that equals the fill value (all designs valid: every reason ""),
+        # so damage a chunk that holds some invalid design's reason
+        files = [f for f in (_chunk_file(out, "reason", lay, i) for i in range(lay.n_chunks)) if f.exists()]
+        assert files, "the reference sweep has no invalid design"
+        files[0].unlink()
+    elif damage == "deleted array metadata":
+        (out / "mfu" / "zarr.json").unlink()
+    elif damage == "marker truncated to 3 bytes":
+        f = out / "sweep_chunk_run" / "c" / "5"
+        f.write_bytes(f.read_bytes()[:3])
+    elif damage == "deleted digest chunk":
+        (out / "sweep_chunk_digest" / "c" / "2").unlink()
+    rep = run_sweep(space, out, cluster[1])
+    want = {"truncated data chunk": 1, "deleted string chunk": 1, "marker truncated to 3 bytes": 1,
+            "deleted digest chunk": 1, "deleted array metadata": lay.n_chunks}[damage]
+    assert rep.chunks_computed == want
+    xr.testing.assert_identical(open_sweep(out).load(), reference[1])
+    assert run_sweep(space, out, cluster[1]).chunks_computed == 0     # and now it is whole
+
+
+def test_a_second_writer_is_refused(space_file, space, tmp_path, capsys):
+    out = tmp_path / "locked.zarr"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from explore.sweep import store_lock\n"
+         f"with store_lock({str(out)!r}):\n    print('held', flush=True); sys.stdin.read()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        assert holder.stdout.readline().strip() == b"held"
+        rc = main(["sweep", str(space_file), "--out", str(out), "--workers", "1", "--no-progress"])
+        err = capsys.readouterr().err.strip()
+        assert rc == 2 and len(err.splitlines()) == 1, err
+        assert "being written by another sweep" in err and f"pid {holder.pid}" in err
+        assert not out.exists()                                 # refused before any work
+        with pytest.raises(SweepError, match="another sweep"):
+            run_sweep(space, out, client=None)
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    from explore.sweep import store_lock                        # released when the holder ends
+    with store_lock(out):
+        pass
+
+
+@pytest.mark.slow          # two CLI processes, each with its own cluster (~40 s)
+def test_two_sweeps_started_together_one_wins(space_file, reference, tmp_path):
+    out = tmp_path / "race.zarr"
+    cmd = [sys.executable, "-m", "explore.cli", "sweep", str(space_file), "--out", str(out),
+           "--chunk", str(CHUNK), "--workers", "1", "--no-progress"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = [subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE) for _ in range(2)]
+    res = [(p.wait(timeout=300), p.stderr.read().decode()) for p in procs]
+    codes = sorted(rc for rc, _ in res)
+    assert codes == [0, 2], res
+    loser = next(err for rc, err in res if rc == 2).strip()
+    assert "being written by another sweep" in loser and "Traceback" not in loser
+    xr.testing.assert_identical(open_sweep(out).load(), reference[1])
+
+
+def test_out_that_is_a_file_is_refused_before_the_work(space_file, tmp_path, capsys):
+    f = tmp_path / "result.zarr"
+    f.write_text("precious")
+    for out in (f, space_file):
+        rc = main(["sweep", str(space_file), "--out", str(out), "--no-progress"])
+        err = capsys.readouterr().err.strip()
+        assert rc == 2 and len(err.splitlines()) == 1 and "is a file" in err
+    assert f.read_text() == "precious" and space_file.read_text() == SPACE
+
+
+def test_finished_store_has_consolidated_metadata_and_no_private_zarr_api(reference):
+    import json
+    meta = json.loads((reference[0] / "zarr.json").read_text())
+    assert "step_time_s" in meta["consolidated_metadata"]["metadata"]
+    assert meta["attributes"]["objective_names"] == ["time_to_train_s", "energy_per_token_j",
+                                                     "cost_per_token_usd"]
+    for src in (ROOT / "explore").rglob("*.py"):
+        assert "zarr.core" not in src.read_text(), src
+
+
+def test_pareto_of_a_sweep_store_on_the_command_line(reference, capsys):
+    out, ds = reference
+    front = ds.lightpath.pareto()
+    assert main(["pareto", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert f"{front.sizes['design']} Pareto designs of 240 grid points" in text

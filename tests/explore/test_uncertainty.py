@@ -64,7 +64,9 @@ def test_widening_one_estimate_widens_exactly_its_dependents():
 def test_calibration_constant_sampled_by_name():
     sc = explore.load_scenario(SCENARIO)
     r = resolve(sc)
-    ds = evaluate_values(r, {"calibration.gemm_efficiency": np.array([0.6, 0.7525, 0.9])}, 3)
+    from explore.model.calibration import DEFAULT
+    g = DEFAULT.gemm_efficiency     # the fitted value: the middle sample must reproduce evaluate()
+    ds = evaluate_values(r, {"calibration.gemm_efficiency": np.array([0.6, g, 0.99])}, 3)
     t = ds["step_time_s"].values[:, 0]
     assert t[0] > t[1] > t[2]
     assert t[1] == pytest.approx(float(explore.evaluate(sc)["step_time_s"][0]), rel=1e-12)

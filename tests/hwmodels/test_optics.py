@@ -32,11 +32,11 @@ def test_palomar_ocs_in_the_path_through_catalog():
 
 
 @pytest.mark.parametrize("tech,rate_bps,vendor_w,source", [
-    ("pluggable", 800e9, 17.0, "NVIDIA 800G twin-port 2xDR4 OSFP datasheet, 17 W (hardware.md sec.5 [N3])"),
-    ("pluggable-400g-dr4", 400e9, 9.0, "NVIDIA MMS4X00-NS400 400G DR4 OSFP, 9 W (hardware.md sec.5 [N3])"),
-    ("pluggable-800g-sr8", 800e9, 15.0, "NVIDIA 800G twin-port SR8, 15 W (hardware.md sec.5 [N3])"),
-    ("lpo", 800e9, 8.5, "800G LPO 8-9 W (hardware.md sec.5 [O2])"),
-    ("cpo", 1.6e12, 9.0, "NVIDIA Quantum-X/Spectrum-X Photonics: ~9 W per 1.6T port (hardware.md sec.5 [O3])"),
+    ("pluggable", 800e9, 17.0, "NVIDIA 800G twin-port 2xDR4 OSFP datasheet, 17 W (docs/reference/hardware.md sec.5 [N3])"),
+    ("pluggable-400g-dr4", 400e9, 9.0, "NVIDIA MMS4X00-NS400 400G DR4 OSFP, 9 W (docs/reference/hardware.md sec.5 [N3])"),
+    ("pluggable-800g-sr8", 800e9, 15.0, "NVIDIA 800G twin-port SR8, 15 W (docs/reference/hardware.md sec.5 [N3])"),
+    ("lpo", 800e9, 8.5, "800G LPO 8-9 W (docs/reference/hardware.md sec.5 [O2])"),
+    ("cpo", 1.6e12, 9.0, "NVIDIA Quantum-X/Spectrum-X Photonics: ~9 W per 1.6T port (docs/reference/hardware.md sec.5 [O3])"),
 ])
 def test_module_power_matches_vendor_figure(tech, rate_bps, vendor_w, source):
     t = opt.LinkTech.of(tech)
@@ -46,14 +46,14 @@ def test_module_power_matches_vendor_figure(tech, rate_bps, vendor_w, source):
 
 def test_pluggable_vs_cpo_energy_per_bit_per_vendor():
     """800G pluggable ~21 pJ/b vs CPO ~5.6 pJ/b; NVIDIA claims 3.5x better power efficiency
-    for its co-packaged optics (hardware.md sec.5 [O3]); Broadcom claims >3.5x/bit (TH6, [O6])."""
+    for its co-packaged optics (docs/reference/hardware.md sec.5 [O3]); Broadcom claims >3.5x/bit (TH6, [O6])."""
     e_pl = float(opt.energy_per_bit_j(opt.LinkTech.of("pluggable"), 100.0))
     e_cpo = float(opt.energy_per_bit_j(opt.LinkTech.of("cpo"), 100.0))
     assert e_pl == pytest.approx(17.0 / 800e9, rel=0.05)
     assert e_cpo == pytest.approx(9.0 / 1.6e12, rel=0.10)
     assert 3.0 < e_pl / e_cpo < 4.5
     e_lpo = float(opt.energy_per_bit_j(opt.LinkTech.of("lpo"), 100.0))
-    assert 0.4 < e_lpo / e_pl < 0.6     # "~50% less" than a DSP module (hardware.md sec.5 [O2])
+    assert 0.4 < e_lpo / e_pl < 0.6     # "~50% less" than a DSP module (docs/reference/hardware.md sec.5 [O2])
     e_oio = float(opt.energy_per_bit_j(opt.LinkTech.of("optical-io"), 100.0))
     assert e_oio < e_cpo
 

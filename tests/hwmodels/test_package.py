@@ -151,7 +151,7 @@ def test_more_stacks_more_memory_and_cost(s1, s2, gen):
     assert r["assembly_yield"][1] <= r["assembly_yield"][0]
 
 
-# Analyst cost estimates (hardware.md sec. 3, Reticle & packaging, confidence L): package
+# Analyst cost estimates (docs/reference/hardware.md sec. 3, Reticle & packaging, confidence L): package
 # (CoWoS) cost [C8][C9] and accelerator COGS [E1][C9], with the tolerance each meets.
 COST_ESTIMATES = [("h100-sxm-80gb", "package", 736.0, 0.45),   # ~$723-750 CoWoS-S; model ~$430 (-42%)
                   ("b200", "package", 1100.0, 0.10),            # ~$1,100 CoWoS-L; model ~$1,010 (-8%)

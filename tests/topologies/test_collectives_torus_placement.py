@@ -35,17 +35,20 @@ def _eval(**so):
 
 
 def test_oversubscription_slows_cross_leaf_groups_but_never_speeds_up():
-    ds = _eval(oversubscription=[1.0, 2.0, 4.0])
+    """DP rings (stride 8) have ~leaf_down/8 ranks under each leaf, and a ring needs one uplink
+    per leaf it visits: a 4:1 leaf still carries them at full rate, a 16:1 leaf does not."""
+    ds = _eval(oversubscription=[1.0, 2.0, 4.0, 16.0])
     dp = ds.time_s_dp_comm.values
-    assert dp[0] <= dp[1] <= dp[2] and dp[2] > dp[0]
+    assert np.all(np.diff(dp) >= -1e-12 * dp[:-1]) and dp[3] > dp[0]
     assert (ds.capex_usd_switches.values[1:] < ds.capex_usd_switches.values[0]).all()
 
 
 def test_rail_optimized_keeps_same_rail_groups_under_one_leaf():
-    """With 2:1 oversubscription, a DP group (stride 8 = one GPU per server, same rail) over 16
-    servers fits under one rail leaf (42 servers per leaf of a 64-port switch), so it sees full
-    rate on the rail-optimized fabric but the oversubscription on a plain fat-tree."""
-    ds = _eval(topology=["fat-tree", "rail-optimized"], oversubscription=2.0)
+    """With 16:1 oversubscription, a DP group (stride 8 = one GPU per server, same rail) over 16
+    servers fits under one rail leaf (60 servers per leaf of a 64-port switch), so it sees full
+    rate on the rail-optimized fabric; on a plain fat-tree its ring has 7.5 ranks per leaf and
+    needs more uplinks than the 16:1 leaf has."""
+    ds = _eval(topology=["fat-tree", "rail-optimized"], oversubscription=16.0)
     dp = ds.time_s_dp_comm.values
     assert dp[1] < dp[0]
 

@@ -1,0 +1,114 @@
+"""The fabric a parallel group's collectives run on, per call (algorithm, latency, bandwidth).
+
+A group of ``n`` ranks ``stride`` apart has ``inner`` ranks per scale-up domain and spans
+``outer`` domains (``topologies.placement.group_span``). On the packet-switched families
+(and OCS circuits) a collective is one flat NCCL ring over all n ranks, or for an
+all-reduce the double binary tree when that is faster (``topologies.collectives``,
+constants in ``hwmodels/catalog/collectives.toml``):
+
+* bus bandwidth: the scale-up bandwidth inside one domain; across domains the
+  slowest hop, min(scale-up, inner x the per-rank network share that
+  ``topologies.placement.Placement`` gives the group under contention);
+* latency: a base per call plus one scale-up latency per intra-domain step and one
+  network latency per network step (ring), or per tree level (tree).
+
+On torus families the scale-out part runs dimension by dimension on the torus rings
+(``Placement.outer_reduce_scatter``) after a reduce-scatter inside the domain.
+``calls`` splits a buffer into that many collectives (buckets, layers), each paying
+its latency.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from explore.model import calibration as cal
+from explore.model.system import SystemSpec
+from hwmodels.parts import get_part
+from topologies import alltoall as a2a
+from topologies import collectives as coll
+from topologies.placement import Placement, group_span
+
+
+def library(name: str = "nccl") -> dict:
+    """Collective-library constants from the catalog (hwmodels/catalog/collectives.toml)."""
+    return get_part("collectives", name)
+
+
+class Fabric:
+    """Per-call collective times of a design's groups (all arguments broadcasting arrays)."""
+
+    def __init__(self, s: SystemSpec, c: cal.Calibration):
+        if s.network is None:
+            raise ValueError("SystemSpec.network is None: every system has a scale-out network "
+                             "(explore.model.system.build_system sets it)")
+        lib = library()
+        self.base = float(lib["base_latency_s"])
+        self.tree_factor = float(lib["tree_bandwidth_factor"])
+        self.plateau = float(lib["ring_latency_plateau"])
+        self.su_bw = s.su_bandwidth_bps * c.link_efficiency
+        self.su_lat = s.su_latency_s
+        self.so_lat = s.so_latency_s
+        self.domain = s.su_size
+        self._cache = {}
+        self.place = Placement(s.network, s.su_size, s.so_bandwidth_bps, s.so_latency_s,
+                               s.nics_per_device, s.nic_bandwidth_bps, c.scale_out_link_efficiency,
+                               s.oversubscription, s.switch_radix, s.devices)
+
+    # ------------------------------------------------------------------ one call
+    def _bus(self, stride, n):
+        # the same group (the same stride and size arrays) is asked for several collectives
+        key = (id(stride), id(n))
+        hit = self._cache.get(key)
+        if hit is not None and hit[0] is stride and hit[1] is n:
+            return hit[2]
+        inner, outer = group_span(stride, n, self.domain)
+        net = self.place.switched_bw(stride, n)
+        bus = np.where(outer > 1, np.minimum(self.su_bw, inner * net), self.su_bw)
+        self._cache[key] = (stride, n, (inner, outer, bus))
+        return inner, outer, bus
+
+    def _torus(self, size_bytes, stride, n, all_reduce):
+        inner, outer = group_span(stride, n, self.domain)
+        k = 2.0 if all_reduce else 1.0
+        t_in = coll.ring_reduce_scatter_s(size_bytes, inner, self.su_bw, self.su_lat)
+        t_out = self.place.outer_reduce_scatter(np.asarray(size_bytes, dtype=float) / inner, stride, outer)
+        return self.base + k * (t_in + t_out)
+
+    def _call(self, size_bytes, stride, n, all_reduce):
+        inner, outer, bus = self._bus(stride, n)
+        n = np.asarray(n, dtype=float)
+        t = coll.nccl_ring_s(size_bytes, n, outer, bus, self.su_lat, self.so_lat, self.base,
+                             all_reduce, self.plateau)
+        if all_reduce:
+            tree = coll.nccl_tree_all_reduce_s(size_bytes, n, outer, bus, self.su_lat, self.so_lat,
+                                               self.base, self.tree_factor)
+            t = np.minimum(t, tree)
+        if self.place.any_torus:
+            t = np.where(self.place.is_torus() & (outer > 1), self._torus(size_bytes, stride, n, all_reduce), t)
+        return np.where(n > 1, t, 0.0)
+
+    # ------------------------------------------------------------------ public: total over calls
+    def all_reduce(self, size_bytes, stride, n, calls=1.0):
+        calls = np.maximum(np.asarray(calls, dtype=float), 1.0)
+        return calls * self._call(np.asarray(size_bytes, dtype=float) / calls, stride, n, True)
+
+    def reduce_scatter(self, size_bytes, stride, n, calls=1.0):
+        calls = np.maximum(np.asarray(calls, dtype=float), 1.0)
+        return calls * self._call(np.asarray(size_bytes, dtype=float) / calls, stride, n, False)
+
+    def all_gather(self, size_bytes, stride, n, calls=1.0):
+        return self.reduce_scatter(size_bytes, stride, n, calls)
+
+    def reconfiguration_stall(self, stride, n):
+        """Circuit reconfiguration charged once per step on a group that leaves its domain."""
+        _, outer = group_span(stride, n, self.domain)
+        return self.place.reconfiguration_stall(outer)
+
+    def all_to_all(self, size_bytes, stride, n, out_fraction=None, messages=1.0):
+        """Issue 11: MoE dispatch/combine on the fabric it crosses (topologies/alltoall.py)."""
+        return a2a.all_to_all_s(self.place, self.su_bw, self.su_lat, size_bytes, stride, n, out_fraction, messages)
+
+    def p2p(self, size_bytes, stride):
+        cross = stride >= self.domain
+        return np.where(cross, self.place.p2p(size_bytes, stride),
+                        coll.p2p_s(size_bytes, self.su_bw, self.su_lat))

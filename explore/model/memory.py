@@ -1,0 +1,95 @@
+"""Memory per device: weights, gradients, optimizer states and activations, per pipeline stage.
+
+Stages: ``L`` layers on ``p`` stages; when ``p`` does not divide ``L`` the ``L mod p`` fuller
+stages (ceil(L/p) layers) sit in the middle and the first and last stages hold floor(L/p),
+as Llama 3 did ("one layer fewer on the first and the last stage", Dubey et al. 2024,
+Sec. 3.3.2); with ``L mod p = p - 1`` the first stage is full too.
+
+Activations in flight on stage i (in units of one microbatch through the stage's layers):
+
+* 1F1B (v = 1): p - i microbatches (warm-up of p - i - 1 forwards plus one),
+  Narayanan et al. 2021 Sec. 2.2.1;
+* interleaved 1F1B (v chunks): (v p + p - 1 - 2 i) / v, from Megatron-LM's warm-up count
+  2 (p - i - 1) + (v - 1) p model chunks plus one; for i = 0 this is Korthikanti et al.
+  2022's p (1 + (p - 1) / (p v)) (Sec. 4.2.3);
+
+never more than the step's microbatches. Optimizer states: 2-byte weights, 4-byte fp32
+gradients, 12-byte Adam states (master weights, m, v) per parameter, divided by dp when
+ZeRO shards them (stage 3, 2, 1 respectively).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from explore.model import calibration as cal
+
+WEIGHT_BYTES = 2.0
+GRAD_BYTES = 4.0
+ADAM_BYTES = 12.0
+
+
+def stage_layout(layers, p):
+    """(layers on the first stage, on a full middle stage, on the last stage)."""
+    full = np.ceil(layers / p)
+    low = np.floor(layers / p)
+    r = layers - p * low
+    first = np.where((r > 0) & (r <= p - 2), low, full)
+    last = np.where(p > 1, low, full)
+    return first, full, last
+
+
+def in_flight(p, v, mb, stage):
+    """Microbatches whose activations stage ``stage`` holds at its peak (see module docstring)."""
+    inter = (v * p + p - 1.0 - 2.0 * stage) / v
+    one = p - stage
+    return np.clip(np.where(v > 1, inter, one), 1.0, np.maximum(mb, 1.0))
+
+
+def state_bytes(params, zero, dp, replica=None, bytes_per_param=(WEIGHT_BYTES, GRAD_BYTES, ADAM_BYTES)):
+    """(weights, gradients, optimizer states) bytes of ``params`` parameters under ZeRO stage ``zero``.
+
+    A sharded state holds ``replica / dp`` (``replica``: the parameters of one model-parallel
+    replica that this device's shard group splits; with expert parallelism it exceeds the
+    device's ``params``, since ZeRO shards the unsplit replica; default ``params``)."""
+    replica = params if replica is None else replica
+    w_b, g_b, o_b = bytes_per_param
+    shard = replica / dp
+    w = np.where(zero >= 3, shard, params) * w_b
+    g = np.where(zero >= 2, shard, params) * g_b
+    o = np.where(zero >= 1, shard, params) * o_b
+    return w, g, o
+
+
+def peak_memory(act_layer, layer_params, emb_params, logits_bytes, layers, p, v, mb, zero, dp, untied,
+                layer_replica=None, shard_ranks=None,
+                bytes_per_param=(WEIGHT_BYTES, GRAD_BYTES, ADAM_BYTES)):
+    """Peak bytes per device over the first, a full middle and the last stage, and its parts
+    (weights, gradients, optimizer, activations) on the peak stage.
+
+    ``layer_replica`` (default ``layer_params``): a layer's parameters before expert parallelism
+    splits the routed experts, which ZeRO shards over ``shard_ranks`` (default ``dp``; dp*cp with
+    context parallelism); ``bytes_per_param``: (weight, gradient, optimizer) bytes of the
+    precision recipe."""
+    layer_replica = layer_params if layer_replica is None else layer_replica
+    shard_ranks = dp if shard_ranks is None else shard_ranks
+    first, full, last = stage_layout(layers, p)
+    single = p == 1
+    # first stage: embedding (and the untied output layer and logits when p = 1)
+    extra_first = emb_params + np.where(single & untied, emb_params, 0.0)
+    p_first = first * layer_params + extra_first
+    p_mid = full * layer_params
+    p_last = last * layer_params + emb_params
+    r_first, r_mid, r_last = first * layer_replica + extra_first, full * layer_replica, last * layer_replica + emb_params
+    a_first = act_layer * first * in_flight(p, v, mb, 0.0) + np.where(single, logits_bytes, 0.0)
+    a_mid = np.where(p > 2, act_layer * full * in_flight(p, v, mb, 1.0), 0.0)
+    a_last = act_layer * last * in_flight(p, v, mb, p - 1.0) + logits_bytes
+    parts = []
+    for params, replica, act in ((p_first, r_first, a_first), (p_mid, r_mid, a_mid), (p_last, r_last, a_last)):
+        w, g, o = state_bytes(params, zero, shard_ranks, replica, bytes_per_param)
+        parts.append((w + g + o + act, w, g, o, act))
+    parts[1] = tuple(np.where(p > 2, x, 0.0) for x in parts[1])
+    totals = np.stack([q[0] for q in parts])
+    k = np.argmax(totals, axis=0)
+    pick = lambda j: np.choose(k, [q[j] for q in parts])  # noqa: E731
+    return {"total": pick(0) + cal.MEMORY_RESERVED_BYTES, "weights": pick(1), "gradients": pick(2),
+            "optimizer": pick(3), "activations": pick(4)}

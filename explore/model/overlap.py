@@ -1,0 +1,67 @@
+"""Overlap of communication streams with compute, as scheduled streams.
+
+A *window* is compute wall time a communication *stream* may run under. Two rules
+keep the model honest and monotone (faster links never lengthen a step):
+
+* a window hides one stream once: streams that share a window (or a link) are
+  summed before they meet it, never each compared with the whole window;
+* hiding is not free: while a stream runs under compute it takes SMs and HBM
+  bandwidth from it, so the overlapped part slows compute by a factor kappa
+  (``Calibration.overlap_slowdown``).
+
+For one stream of time ``comm`` under a window ``window``:
+
+    T = max(window, comm) + kappa * min(window, comm)
+
+which is non-decreasing in both arguments for 0 <= kappa <= 1, and never below
+the window (exposed time never negative).
+
+For a step with several windows nested in the compute time C (each stream can
+only start after some compute ``C - W_i`` has run), the wall time is bounded
+below by every schedule constraint,
+
+    T_core = max(C, max_i (B_i + comm_i), sum_i comm_i),   B_i = C - W_i
+
+(the link serialises the streams that share it), and the overlapped
+communication D - (T_core - C) slows compute by kappa:
+
+    T = (1 - kappa) T_core + kappa (C + D),   D = sum_i comm_i,
+
+non-decreasing in every comm_i, every C - W_i and C. References: the overlap
+windows of Megatron-LM (Narayanan et al. 2021, Sec. 4; --overlap-grad-reduce
+buckets issued as the backward pass produces them); compute slowdown under
+overlapped collectives: "Characterizing Compute-Communication Overlap in
+GPU-Accelerated Distributed Deep Learning" (arXiv:2507.03114, 2025, abstract and
+Sec. 4) measures 18.9 % on average, 40 % at most, on A100, H100, MI250 and MI210.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def hide(window, comm, slowdown):
+    """Wall time of ``window`` of compute with one stream ``comm`` overlapped:
+    max(window, comm) + slowdown * min(window, comm)."""
+    window = np.asarray(window, dtype=float)
+    comm = np.asarray(comm, dtype=float)
+    return np.maximum(window, comm) + slowdown * np.minimum(window, comm)
+
+
+def nested(compute, streams, slowdown, bounds=()):
+    """Wall time of ``compute`` (s) with ``streams``, a list of (comm, before) pairs on one link.
+
+    A stream can only start after ``before`` seconds of the compute (its window is the
+    remaining ``compute - before``; ``before`` must be a sum of non-negative terms of
+    ``compute`` so both are monotone); streams on the same link serialise.
+    ``bounds`` are further lower bounds on the wall time (e.g. compute + the last bucket,
+    which can only start when the compute has ended); each must be monotone too.
+    Returns (wall time, exposed communication time T_core - C >= 0)."""
+    compute = np.asarray(compute, dtype=float)
+    total = sum((np.asarray(c, dtype=float) for c, _ in streams), np.zeros_like(compute))
+    core = np.maximum(compute, total)
+    for comm, before in streams:
+        core = np.maximum(core, before + comm)
+    for b in bounds:
+        core = np.maximum(core, b)
+    wall = (1.0 - slowdown) * core + slowdown * (compute + total)
+    return wall, core - compute
