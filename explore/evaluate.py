@@ -17,13 +17,15 @@ import xarray as xr
 from explore.model import calibration as cal
 from explore.model.carbon import carbon
 from explore.model.costs import energy_and_cost
-from explore.model.plan import ParallelPlan, bubble_fraction, check_rules
+from explore.model.cardinality import UniqueRows, fit, per_rows, sharing_allowed
+from explore.model.plan import ParallelPlan, bubble_fraction, reason_details, rule_codes
 from explore.model.reliability import goodput as goodput_model
 from explore.model.reliability import interruption_rates  # issue 11
 from explore.model.costs import network_bom  # issue 11
 from explore.scenario import Resolved, resolve
 from explore.model.step import step_model
-from explore.model.system import SystemSpec, build_system, hardware_invalid
+from explore.model.system import SystemSpec, build_system, hardware_invalid_code
+from hwmodels import package as hw_package
 from explore.model.workload import ModelSpec, active_params, model_flops_per_token, total_params
 from explore.model.precision import Recipe  # issue 11
 from explore.units import input_units
@@ -77,7 +79,8 @@ def breakdown_of(name: str):
 
 
 def evaluate(scenario: dict, calibration: cal.Calibration = cal.DEFAULT, *, samples: int | None = None,
-             seed: int = 0, keep_invalid: bool = False, inputs: bool = True) -> xr.Dataset:
+             seed: int = 0, keep_invalid: bool = False, inputs: bool = True,
+             reason_codes: bool = False) -> xr.Dataset:
     """Evaluate a scenario (nested dicts; any numeric or choice field may be a 1-D array).
 
     Returns a Dataset with a ``design`` dimension, one variable per metric
@@ -89,6 +92,7 @@ def evaluate(scenario: dict, calibration: cal.Calibration = cal.DEFAULT, *, samp
     ``design`` where they vary, scalar where fixed.
     With ``samples=N``: N joint draws of the uncertain catalog figures and calibration
     constants (``explore.uncertainty.evaluate_samples``), dimensions ``(sample, design)``.
+    With ``reason_codes``, ``reason`` holds integer codes into ``reason.attrs["codes"]``.
     Raises ``ScenarioError`` only when the scenario is malformed as a whole.
     """
     if samples is not None or (isinstance(scenario, dict) and "uncertainty" in scenario):
@@ -97,25 +101,31 @@ def evaluate(scenario: dict, calibration: cal.Calibration = cal.DEFAULT, *, samp
             return evaluate_samples(scenario, samples, seed, calibration=calibration)
         scenario = {k: v for k, v in scenario.items() if k != "uncertainty"}
     r = resolve(scenario)
-    return evaluate_resolved(r, calibration, keep_invalid=keep_invalid, inputs=inputs)
+    return evaluate_resolved(r, calibration, keep_invalid=keep_invalid, inputs=inputs,
+                             reason_codes=reason_codes)
 
 
 def evaluate_resolved(r: Resolved, calibration: cal.Calibration = cal.DEFAULT, *,
-                      keep_invalid: bool = False, inputs: bool = True) -> xr.Dataset:
+                      keep_invalid: bool = False, inputs: bool = True,
+                      reason_codes: bool = False) -> xr.Dataset:
+    """``reason_codes``: ``reason`` as integer codes into ``attrs["codes"]`` (sweep stores)."""
+    r = Resolved(r.n, {k: fit(a, r.n) for k, a in r.values.items()}, r.name)  # constants: length 1
     v = r.values
     model = ModelSpec.from_resolved(r)
     plan = ParallelPlan.from_resolved(r)
     system = build_system(r)
-    flash = np.broadcast_to(np.asarray(v["training.flash_attention"], bool), (r.n,))
+    flash = fit(np.asarray(v["training.flash_attention"], bool), r.n)
     recipe = Recipe.from_resolved(r, system)  # issue 11: precision recipe
-    out = _metrics(model, plan, system, flash, v, calibration, recipe)
+    share = r.n > 1 and sharing_allowed(calibration)
+    rows = UniqueRows([a for k, a in v.items() if k not in STEP_FREE], r.n) if share else None
+    out = _metrics(model, plan, system, flash, v, calibration, recipe, n=r.n, rows=rows)
     if not keep_invalid:
-        bad = ~out["valid"]
+        bad = ~np.asarray(out["valid"], bool)
         if bad.any():
             for k, a in out.items():
-                if np.asarray(a).dtype.kind == "f":
+                if k != "reason" and np.asarray(a).dtype.kind == "f":
                     out[k] = np.where(bad, np.nan, a)
-    ds = _assemble(out, r)
+    ds = _assemble(out, r, reason_codes)
     return ds.assign_coords(input_coords(r)) if inputs else ds
 
 
@@ -153,24 +163,54 @@ def input_coords(r: Resolved) -> dict:
     return coords
 
 
-def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v, c, recipe=None) -> dict:
-    valid, reason = check_rules(model, plan, system.devices, system.peak_flops > 0)
-    prec_bad = ~valid & (reason == "training.precision is not supported by the accelerator")
-    for p in np.unique(np.asarray(v["training.precision"])[np.broadcast_to(prec_bad, valid.shape)]):
-        sel = prec_bad & (np.broadcast_to(v["training.precision"], valid.shape) == p)
-        reason[sel] = (f"training.precision: value {str(p)!r} is not supported by the accelerator "
-                       f"(system.accelerator.peak_flops_{p} = 0); allowed: a precision with peak FLOP/s > 0")
-    idle_bad = valid & ~(system.idle_power_w <= system.tdp_w)
-    _reasons(reason, idle_bad, lambda idle, tdp: f"system.accelerator.idle_power_w: value {idle:g} W "
-             f"exceeds tdp_w = {tdp:g} W; allowed: 0 <= idle_power_w <= tdp_w",
-             system.idle_power_w, system.tdp_w)
-    valid = valid & ~idle_bad
-    hw_bad, hw_reason = hardware_invalid(system)  # issue 3: reticle, shoreline, interposer, power
-    hw_bad = hw_bad & valid
-    reason[hw_bad] = hw_reason[hw_bad]
-    valid = valid & ~hw_bad
+STEP_FREE = ("datacenter.pue", "datacenter.electricity_usd_per_kwh", "datacenter.lifetime_years",
+             "datacenter.interruptions_per_device_hour", "datacenter.restart_s",
+             "datacenter.checkpoint_write_bps_per_device")
+"""Inputs the step model does not read (economics and reliability): designs that differ only
+in these share one step-model evaluation (``cardinality.per_rows``; tested in test_cardinality)."""
+
+# reasons found after the plan rules and the hardware limits (codes follow those tables)
+LATE_REASONS = ("optics: link budget does not close (margin < 0 dB)",
+                "does not fit in accelerator memory",
+                "reliability: interruptions outpace checkpoints (goodput <= 0)",
+                "system.accelerator.idle_power_w exceeds tdp_w; allowed: 0 <= idle_power_w <= tdp_w",
+                "numerical: a metric is not finite and positive; an input is outside the model's range")
+PRECISION_RULE = "training.precision is not supported by the accelerator"
+
+
+def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v, c, recipe=None,
+             n=None, rows=None) -> dict:
+    """Metrics of every design; ``out["reason"]`` is an integer code into ``out["reason_table"]``."""
+    code, table = rule_codes(model, plan, system.devices, system.peak_flops > 0)
+    n = n or code.size
+    code = np.broadcast_to(code, (n,)).copy()
+    # reasons that name the design's values: (mask, strings) pieces, joined into details below
+    notes = [reason_details(plan, code, table)]   # issue 11: the expert-parallel rule
+    valid = code == 0
+    if PRECISION_RULE in table:                   # issue 13: name the precision and its peak field
+        prec_bad = code == table.index(PRECISION_RULE)
+        if prec_bad.any():
+            p = np.broadcast_to(np.asarray(v["training.precision"]).astype(str), (n,))
+            notes.append((prec_bad, _texts(prec_bad, lambda q: (
+                f"training.precision: value {q!r} is not supported by the accelerator "
+                f"(system.accelerator.peak_flops_{q} = 0); allowed: a precision with peak FLOP/s > 0"), p)))
+    hw_code = np.broadcast_to(hardware_invalid_code(system), (n,))  # issue 3: reticle, shoreline, ...
+    hw_bad = (hw_code > 0) & valid
+    if hw_bad.any():
+        code[hw_bad] = hw_code[hw_bad] + (len(table) - 1)
+        valid = valid & ~hw_bad
+    table = table + tuple(hw_package.REASONS[1:])
+    late = {why: len(table) + i for i, why in enumerate(LATE_REASONS)}
+    table = table + LATE_REASONS
+    idle_bad = valid & ~np.broadcast_to(system.idle_power_w <= system.tdp_w, (n,))
+    if idle_bad.any():
+        code[idle_bad] = late[LATE_REASONS[3]]
+        notes.append((idle_bad, _texts(idle_bad, lambda idle, tdp: (
+            f"system.accelerator.idle_power_w: value {idle:g} W exceeds tdp_w = {tdp:g} W; "
+            f"allowed: 0 <= idle_power_w <= tdp_w"), system.idle_power_w, system.tdp_w)))
+        valid = valid & ~idle_bad
     with np.errstate(divide="ignore", invalid="ignore"):
-        st = step_model(model, plan, system, flash, c, recipe)
+        st = per_rows(lambda *a: step_model(*a[:4], c, a[4]), rows, model, plan, system, flash, recipe)
         tokens_per_step = plan.global_batch * model.seq_len
         step = st["step_time_s"]
         tps = tokens_per_step / step
@@ -216,46 +256,70 @@ def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v,
     margin = out.get("network_link_budget_margin_db")
     if margin is not None:  # an optical path that cannot close its link budget is not buildable
         optics_bad = valid & (margin < 0)
-        reason[optics_bad] = "optics: link budget does not close (margin < 0 dB)"
+        code[optics_bad] = late[LATE_REASONS[0]]
         valid = valid & ~optics_bad
         hw_bad = hw_bad | optics_bad
     fits = out["fits_memory"]
     mem_bad = valid & ~fits
-    reason[mem_bad] = "does not fit in accelerator memory"
+    code[mem_bad] = late[LATE_REASONS[1]]
     gp_bad = valid & fits & ~gp_ok
-    reason[gp_bad] = "reliability: interruptions outpace checkpoints (goodput <= 0)"
+    code[gp_bad] = late[LATE_REASONS[2]]
     valid = valid & fits & gp_ok
     num_bad = np.zeros_like(valid)
     for k in MUST_BE_POSITIVE:   # the last guard: no NaN, inf or negative metric on a valid design
         a = np.broadcast_to(np.asarray(out[k], dtype=float), valid.shape)
         new = valid & ~num_bad & ~(np.isfinite(a) & (a > 0))
-        _reasons(reason, new, lambda x, k=k: f"numerical: {k} = {x:g} is not finite and positive; "
-                 f"an input is outside the model's range", a)
+        if new.any():
+            code[new] = late[LATE_REASONS[4]]
+            notes.append((new, _texts(new, lambda x, k=k: (
+                f"numerical: {k} = {x:g} is not finite and positive; an input is outside the "
+                f"model's range"), a)))
         num_bad |= new
     valid = valid & ~num_bad
-    rule_bad = reason != ""
+    # rule violations (plan rules, bad inputs) have no meaningful figures: NaN even with keep_invalid
+    rule_bad = code != 0
     rule_bad &= ~(mem_bad | gp_bad | hw_bad | num_bad)
-    for k, a in out.items():
-        if a.dtype.kind == "f":
-            out[k] = np.where(rule_bad, np.nan, a)
+    if rule_bad.any():
+        for k, a in out.items():
+            if a.dtype.kind == "f":
+                out[k] = np.where(rule_bad, np.nan, a)
+    notes = [x for x in notes if x is not None]
+    details = None
+    if notes:
+        full = np.empty(n, dtype=object)
+        hit = np.zeros(n, bool)
+        for m, texts in notes:
+            full[m] = texts
+            hit |= m
+        details = (hit, full[hit])
     out["valid"] = valid
-    out["reason"] = reason
+    out["reason"] = code
+    out["reason_table"] = table
+    out["reason_details"] = details
     return out
 
 
-def _reasons(reason: np.ndarray, mask: np.ndarray, text, *arrays) -> None:
-    """reason[mask] = text(*values), formatted once per distinct tuple of values (no loop per design)."""
-    if not mask.any():
-        return
-    cols = np.column_stack([np.broadcast_to(np.asarray(a, float), mask.shape)[mask] for a in arrays])
-    uniq, inv = np.unique(cols, axis=0, return_inverse=True)
+def _texts(mask: np.ndarray, text, *arrays) -> np.ndarray:
+    """text(*values) for the designs in ``mask``, formatted once per distinct tuple of values
+    (no loop per design); object array of strings, in mask order."""
+    cols = [np.broadcast_to(np.asarray(a), mask.shape)[mask] for a in arrays]
+    if all(c.dtype.kind in "iuf" for c in cols):
+        uniq, inv = np.unique(np.column_stack([c.astype(float) for c in cols]), axis=0, return_inverse=True)
+    else:
+        uniq, inv = np.unique(np.column_stack([c.astype(str) for c in cols]), axis=0, return_inverse=True)
     texts = np.array([text(*row) for row in uniq], dtype=object)
-    reason[mask] = texts[np.asarray(inv).ravel()]
+    return texts[np.asarray(inv).ravel()]
 
 
-def _assemble(out: dict, r: Resolved) -> xr.Dataset:
-    """Units (and breakdown tags) attached as each variable is built, last, as xarray drops attrs."""
+def _assemble(out: dict, r: Resolved, reason_codes: bool = False) -> xr.Dataset:
+    """Units (and breakdown tags) attached as each variable is built, last, as xarray drops attrs.
+
+    ``reason`` becomes strings (``""`` where valid), or stays integer codes into its
+    ``codes`` attribute with ``reason_codes`` (then without the per-design details)."""
     n = r.n
+    out = dict(out)
+    table = out.pop("reason_table", None)
+    details = out.pop("reason_details", None)
     units = {"time_s": "s", "energy_j": "J", "capex_usd": "USD", "power_w": "W", "memory_bytes": "B",
              "carbon_kg": "kgCO2e"}
     data = {}
@@ -263,8 +327,6 @@ def _assemble(out: dict, r: Resolved) -> xr.Dataset:
         a = np.asarray(a)
         if a.shape != (n,) or a.strides[0] == 0:   # scalars and broadcast views: own the data
             a = np.array(np.broadcast_to(a, (n,)))
-        if k == "reason":
-            a = a.astype(str)
         bd = breakdown_of(k)
         if bd:
             attrs = {"units": units[bd[0]], "long_name": f"{bd[0].rpartition('_')[0]}: "
@@ -274,7 +336,16 @@ def _assemble(out: dict, r: Resolved) -> xr.Dataset:
             u = UNITS.get(k, "1" if a.dtype.kind in "iuf" else None)
             if u is not None and a.dtype.kind not in "bUOS":
                 attrs["units"] = u
-        data[k] = xr.Variable(("design",), a, attrs)
+        if k == "reason" and table is not None:
+            if reason_codes:
+                a = a.astype(np.int16)
+                attrs = {"long_name": LONG_NAMES["reason"], "codes": list(table)}  # codes[0] = "" (valid)
+            else:
+                a = np.asarray(table, dtype=object)[a]
+                if details is not None:
+                    a[details[0]] = details[1]
+        # object strings (reason): skip xarray's per-element conversion of object arrays
+        data[k] = xr.Variable(("design",), a, attrs, fastpath=a.dtype.kind == "O")
     ds = xr.Dataset(data, coords={"design": np.arange(n)})
     ds.attrs["scenario_name"] = r.name
     return ds

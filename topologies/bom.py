@@ -121,7 +121,8 @@ def network_bom(net: NetworkSpec, devices, su_size, nics_per_device, nic_bandwid
     optics code), so the cost is a few array operations per slot."""
     counts, classes = link_classes(net, devices, su_size, nics_per_device, nic_bandwidth_bps,
                                    switch_radix, switch_port_bandwidth_bps, oversubscription)
-    n = np.shape(counts["switches"])[0] if np.ndim(counts["switches"]) else 1
+    n = max(np.size(counts["switches"]), np.size(net.optics), np.size(net.ocs_insertion_loss_db),
+            np.size(net.transceiver_power_w), np.size(net.transceiver_cost_usd))   # constants: 1
     t = _tech_table()
     code = np.broadcast_to(net.optics, (n,))
     t, ix = _per_element(t, code, n)   # issue 14: sampled optics figures (explore.uncertainty)

@@ -117,7 +117,7 @@ def carbon(v: dict, s, out: dict) -> dict[str, np.ndarray]:
     step = out["energy_per_step_j"] / out["power_w"]
     bom = {"nics": _nics(s), "switches": out["network_switches"], "transceivers": out["network_transceivers"],
            "ocs": out.get("network_ocs", 0.0)}
-    n = np.shape(s.devices)[0]
+    n = max(np.size(a) for a in v.values())   # inputs may be constants (length 1) or per design
     emb = embodied_kg(v, n, s, bom)
     life_s = np.asarray(v["datacenter.lifetime_years"], float) * SECONDS_PER_YEAR
     op = out["energy_per_step_j"] / 3.6e6 * grid_kg_per_kwh(v, n)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from explore.model.cardinality import UniqueRows, per_rows, sharing_allowed
 from explore.model.system import SystemSpec
 from topologies import fat_tree
 
@@ -32,17 +33,11 @@ def network_bom(s: SystemSpec) -> dict[str, np.ndarray]:
     single_domain = s.devices <= s.su_size
     net = getattr(s, "network", None)
     if net is not None:
-        from topologies import bom as net_bom
-        counts, capex, power = net_bom.network_bom(
-            net, s.devices, s.su_size, s.nics_per_device, s.nic_bandwidth_bps, s.switch_radix,
-            s.switch_port_bandwidth_bps, s.oversubscription, s.switch_power_w, s.switch_cost_usd)
-        zero = lambda d: {k: np.where(single_domain, 0.0, v) for k, v in d.items()}  # noqa: E731
-        out = zero({k: v for k, v in counts.items() if k != "link_budget_margin_db"})
-        out["link_budget_margin_db"] = np.where(single_domain, np.inf, counts["link_budget_margin_db"])
+        out, capex, power = _network_bom_per_hardware(s)   # zero for a single domain
         out["reconfig_s_per_step"] = np.where(single_domain, 0.0, net.reconfigs_per_step * net.ocs_reconfig_s
                                               * (net.family == 5))
         out["nics"] = np.where(single_domain, 0.0, endpoints)
-        out["capex_usd"], out["power_w"] = zero(capex), zero(power)
+        out["capex_usd"], out["power_w"] = capex, power
         return out
     # a NIC port faster than the switch port uses several switch ports
     ports_per_nic = np.maximum(np.ceil(s.nic_bandwidth_bps / s.switch_port_bandwidth_bps), 1.0)
@@ -54,6 +49,39 @@ def network_bom(s: SystemSpec) -> dict[str, np.ndarray]:
     out["power_w"] = {"switches": out["switches"] * s.switch_power_w,
                       "transceivers": out["transceivers"] * s.transceiver_power_w}
     return out
+
+
+PLAN_TRAFFIC = ("dp_bytes_per_node", "pp_bytes_per_node", "reconfigs_per_step")
+"""NetworkSpec fields that follow the plan; the bill of materials does not read them."""
+
+
+def _network_bom_per_hardware(s: SystemSpec):
+    """``topologies.bom.network_bom`` once per distinct hardware (fabric, its parts, device count),
+    gathered back to the designs (``explore.model.cardinality``); a job inside one scale-up
+    domain has no scale-out network (zero counts, capex and power; infinite link margin)."""
+    import dataclasses
+    from topologies import bom as net_bom
+    args = (s.devices, s.su_size, s.nics_per_device, s.nic_bandwidth_bps, s.switch_radix,
+            s.switch_port_bandwidth_bps, s.oversubscription, s.switch_power_w, s.switch_cost_usd)
+    net = dataclasses.replace(s.network, **{f: np.full(1, np.nan) for f in PLAN_TRAFFIC})
+    cols = list(args)
+    for f in dataclasses.fields(net):
+        a = getattr(net, f.name)
+        cols.extend(a if isinstance(a, tuple) else (a,))
+    n = max(np.size(a) for a in cols)
+    rows = UniqueRows(cols, n) if n > 1 and sharing_allowed() else None
+
+    def flat(*a):
+        counts, capex, power = net_bom.network_bom(*a)
+        single = a[1] <= a[2]                       # devices <= scale-up size
+        zero = lambda d: {k: np.where(single, 0.0, v) for k, v in d.items()}  # noqa: E731
+        margin = np.where(single, np.inf, counts.pop("link_budget_margin_db"))
+        counts, capex, power = zero(counts), zero(capex), zero(power)
+        counts["link_budget_margin_db"] = margin
+        return {**{("n", k): v for k, v in counts.items()}, **{("c", k): v for k, v in capex.items()},
+                **{("p", k): v for k, v in power.items()}}
+    out = per_rows(flat, rows, net, *args)
+    return tuple({k: v for (t, k), v in out.items() if t == part} for part in "ncp")
 
 
 def capex_and_power(s: SystemSpec, bom=None) -> tuple[dict, dict]:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from explore.model.cardinality import fit
 from explore.scenario import RECOMPUTE
 from explore.model.workload import ModelSpec
 
@@ -74,7 +75,7 @@ class ParallelPlan:
                   etp=v["parallelism.etp"].astype(float) if "parallelism.etp" in v else tp,
                   deepep=np.asarray(v["parallelism.moe_dispatcher"]) == "deepep",
                   grad_bucket_params=bucket_params(v, dp))
-        return cls(**{k: np.broadcast_to(a, (n,)) for k, a in kw.items()})
+        return cls(**{k: fit(a, n) for k, a in kw.items()})   # constants stay length 1
 
     @property
     def model_parallel(self):
@@ -116,7 +117,18 @@ def check_rules(m: ModelSpec, plan: ParallelPlan, devices, fp_ok):
     """Per-design validity: returns (valid bool array, reason str array, "" where valid).
 
     The first broken rule of a design is its reason."""
-    n = len(plan.tp)
+    code, table = rule_codes(m, plan, devices, fp_ok)
+    reason = np.asarray(table, dtype=object)[code]
+    details = reason_details(plan, code, table)
+    if details is not None:
+        reason[details[0]] = details[1]
+    return code == 0, reason
+
+
+def rule_codes(m: ModelSpec, plan: ParallelPlan, devices, fp_ok):
+    """(code of the first broken rule per design, 0 = valid; table of reasons, table[0] = "")."""
+    n = max(np.size(getattr(plan, f)) for f in plan.__dataclass_fields__)
+    n = max(n, np.size(devices), np.size(fp_ok))
     rules = [
         (plan.tp * plan.pp * plan.dp * plan.cp != devices,
          "parallelism: tp*pp*dp*cp must equal system.devices"),
@@ -140,29 +152,27 @@ def check_rules(m: ModelSpec, plan: ParallelPlan, devices, fp_ok):
         ((m.experts > 1) & (np.mod(m.experts, plan.ep) != 0), "parallelism.ep must divide model.experts"),
         (np.mod(m.seq_len, plan.cp) != 0, "parallelism.cp must divide model.seq_len"),
     ]
-    valid = np.ones(n, dtype=bool)
-    reason = np.full(n, "", dtype=object)
-    for bad, why in rules:
-        new = bad & valid
-        if new.any():
-            reason[new] = why
-            valid &= ~bad
-    _ep_reason_with_values(plan, reason)  # issue 11
-    return valid, reason
+    code = np.zeros(n, dtype=np.int16)
+    for i, (bad, why) in enumerate(rules, 1):     # later rules only where no earlier one broke
+        bad = np.broadcast_to(bad, (n,))
+        if bad.any():
+            code[bad & (code == 0)] = i
+    return code, ("",) + tuple(why for _, why in rules)
 
 
 EP_RULE = "parallelism: ep*etp must divide tp*dp*cp"
 
 
-def _ep_reason_with_values(plan: ParallelPlan, reason) -> None:
-    """Issue 11: the expert-parallel rule's reason names the values (only the designs it hit)."""
-    hit = reason == EP_RULE
+def reason_details(plan: ParallelPlan, code, table):
+    """(mask, strings) of designs whose reason names their values (issue 11: the expert-parallel
+    rule), to replace the table's text of those designs; None when no design needs it."""
+    hit = code == table.index(EP_RULE)
     if not hit.any():
-        return
+        return None
     i = lambda a: np.broadcast_to(a, hit.shape)[hit].astype(np.int64).astype(str)  # noqa: E731
     s = np.strings
     q = i(np.floor(plan.tp * plan.dp * plan.cp / plan.etp))
     msg = s.add(s.add(s.add(s.add(s.add(s.add(s.add(
         "parallelism.ep: value ", i(plan.ep)), " (etp = "), i(plan.etp)), ") must divide tp*dp*cp/etp = "), q),
         " (Megatron-Core: ep*etp divides tp*dp*cp; with etp = tp, ep divides dp*cp); allowed: a divisor of "), q)
-    reason[hit] = msg.astype(object)
+    return hit, msg.astype(object)

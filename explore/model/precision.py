@@ -34,6 +34,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from explore.model.cardinality import fit
+
 RECIPES = ("per-tensor", "blockwise", "mxfp8")
 CAST_BYTES_PER_ELEMENT = np.array([2.0 + 2.0 + 1.0 + 1.0, 2.0 + 1.0 + 1.0 + 2 * 4.0 / 128, 2.0 + 1.0 + 1.0 + 2 / 32])
 NVFP4_CAST_BYTES_PER_ELEMENT = 2.0 + 2.0 + 0.5 + 0.5 + 2 / 16
@@ -56,8 +58,8 @@ class Recipe:
     @classmethod
     def from_resolved(cls, r, system) -> "Recipe":
         v, n = r.values, r.n
-        b = lambda a: np.broadcast_to(np.asarray(a, dtype=float), (n,))  # noqa: E731
-        prec = np.broadcast_to(np.asarray(v["training.precision"]), (n,))
+        b = lambda a: fit(a, n, float)  # noqa: E731   (constants stay length 1)
+        prec = fit(v["training.precision"], n)
         fp4 = prec == "fp4"
         fp8 = (prec == "fp8") | fp4            # low-precision GEMMs (the peak is the system's)
         code = sum(i * (np.asarray(v["training.fp8_recipe"]) == name) for i, name in enumerate(RECIPES))

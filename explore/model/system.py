@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from explore.model.cardinality import fit
 from explore.scenario import ACCEL_EXTRA_FIELDS, ACCEL_FIELDS
 from hwmodels import package as hw_package
 from hwmodels.codes import codes as hw_codes
@@ -70,9 +71,9 @@ def accelerator_arrays(r) -> dict[str, np.ndarray]:
     for f in ACCEL_FIELDS:
         key = f"system.accelerator.{f}"
         if key in v:
-            out[f] = np.broadcast_to(v[key].astype(float), (r.n,))
+            out[f] = fit(v[key].astype(float), r.n)
         elif ids is not None:
-            out[f] = np.broadcast_to(lookup("accelerators", ids, f), (r.n,))
+            out[f] = fit(lookup("accelerators", ids, f), r.n)
     return out
 
 
@@ -129,9 +130,14 @@ def parametric_accelerator_arrays(r) -> dict[str, np.ndarray]:
     return out
 
 
+def hardware_invalid_code(s: SystemSpec) -> np.ndarray:
+    """Per-design index into ``hwmodels.package.REASONS`` (0 = feasible; a constant: length 1)."""
+    return np.asarray(s.hw_invalid_code).astype(np.intp)
+
+
 def hardware_invalid(s: SystemSpec) -> tuple[np.ndarray, np.ndarray]:
     """Per-design (invalid mask, reason) of a parametric accelerator's hardware limits."""
-    code = np.broadcast_to(np.asarray(s.hw_invalid_code), s.devices.shape).astype(np.intp)
+    code = hardware_invalid_code(s)
     return code > 0, np.asarray(hw_package.REASONS, dtype=object)[code]
 
 
@@ -207,7 +213,7 @@ def build_system(r) -> SystemSpec:
     ids = v.get("system.accelerator")
     kw["matmul_peak_fraction"] = (lookup("accelerators", ids, "matmul_peak_fraction") if ids is not None
                                   else lookup("accelerators", np.array(["h100-sxm-80gb"]), "matmul_peak_fraction"))
-    return SystemSpec(**{k: np.broadcast_to(np.asarray(a, dtype=float), (n,)) for k, a in kw.items()},
+    return SystemSpec(**{k: fit(a, n, float) for k, a in kw.items()},
                       accelerator_parts=parts, network=network_spec(r))
 
 
@@ -232,17 +238,17 @@ def network_spec(r):
     from topologies import network as net
     from topologies import reconfig
     v, n = r.values, r.n
-    f = lambda k: np.broadcast_to(np.asarray(v[k], dtype=float), (n,))  # noqa: E731
+    f = lambda k: fit(v[k], n, float)  # noqa: E731
     so = "system.scale_out."
     devices, su = f("system.devices"), f("system.scale_up.size")
     nodes = np.maximum(np.floor(devices / su), 1.0)
     dflt = net.balanced_dims(nodes)
     given = [v.get(so + k) for k in ("torus_x", "torus_y", "torus_z")]
-    dims = [np.broadcast_to(np.asarray(g, dtype=float), (n,)) if g is not None else d
+    dims = [fit(g, n, float) if g is not None else d
             for g, d in zip(given, dflt)]
     if given[0] is not None and given[1] is not None and given[2] is None:
         dims[2] = np.maximum(np.ceil(nodes / (dims[0] * dims[1])), 1.0)
-    ocs_id = np.broadcast_to(v[so + "ocs"], (n,))
+    ocs_id = fit(v[so + "ocs"], n)
     il = v.get(so + "ocs_insertion_loss_db")
     rs = v.get(so + "ocs_reconfig_s")
     tp, pp = f("parallelism.tp"), f("parallelism.pp")
@@ -261,13 +267,13 @@ def network_spec(r):
     _, dp_outer = group_span(tp, dp, su)
     dp_node = dp_b * (dp_outer - 1.0) / dp_outer
     pp_node = np.where(tp * dp >= su, pp_b * su, 0.0)
-    policy = net.codes(np.broadcast_to(v[so + "reconfiguration"], (n,)), reconfig.POLICIES)
+    policy = net.codes(fit(v[so + "reconfiguration"], n), reconfig.POLICIES)
     steps = f("training.tokens") / (gb * seq)
     tr = v.get(so + "transceiver")
-    b = lambda a: np.broadcast_to(np.asarray(a, dtype=float), (n,))  # noqa: E731
+    b = lambda a: fit(a, n, float)  # noqa: E731
     return net.NetworkSpec(
-        family=net.codes(np.broadcast_to(v[so + "topology"], (n,)), net.FAMILIES),
-        optics=net.codes(np.broadcast_to(v[so + "optics"], (n,)), net.TECHNOLOGIES),
+        family=net.codes(fit(v[so + "topology"], n), net.FAMILIES),
+        optics=net.codes(fit(v[so + "optics"], n), net.TECHNOLOGIES),
         torus_dims=tuple(dims), cube_dim=f(so + "cube_dim"),
         ocs_radix=b(lookup("ocs", ocs_id, "radix")),
         ocs_insertion_loss_db=b(lookup("ocs", ocs_id, "insertion_loss_db") if il is None else il),

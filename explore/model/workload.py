@@ -20,6 +20,7 @@ import numpy as np
 
 from explore.model import attention as _attn  # issue 11
 from explore.model import moe as _moe          # issue 11
+from explore.model.cardinality import fit
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ class ModelSpec:
             sliding_window=v["model.sliding_window"].astype(float),
         )
         n = r.n
-        return cls(**{k: np.broadcast_to(a, (n,)) for k, a in kw.items()})
+        return cls(**{k: fit(a, n) for k, a in kw.items()})   # constants stay length 1
 
 
 def _mats(gated):

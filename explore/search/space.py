@@ -168,13 +168,17 @@ class Space:
                 if f.hi is not None:
                     ok &= val <= f.hi
             new = ~ok & ~bad
-            reason[new] = f"derived {path} = {expr.text} is not {f.allowed()}"
+            reason[new] = self.derived_reason(path)
             bad |= ~ok
             safe = np.where(ok, val, f.lo if f.lo is not None and not f.lo_open else 1.0)
             safe = np.round(safe).astype(np.int64) if f.kind == "int" else safe
             put_field(sc, path, safe)
             env[path] = safe
         return bad, reason
+
+    def derived_reason(self, path: str) -> str:
+        """The reason of a design whose derived field ``path`` breaks its schema."""
+        return f"derived {path} = {self.derived[path].text} is not {schema_field(path).allowed()}"
 
     def _budget_devices(self, sc, env, n, bad0, reason0):
         """Devices = the largest multiple of ``device_multiple`` whose capex fits the budget.
@@ -212,11 +216,15 @@ class Space:
         return self._apply_derived(sc, env, n, bad0, reason0)
 
     # -- evaluating ---------------------------------------------------------------------
-    def evaluate(self, columns: dict[str, np.ndarray]) -> xr.Dataset:
-        """Evaluate a batch; decision variables become ``design`` coordinates."""
+    def evaluate(self, columns: dict[str, np.ndarray], reason_codes: bool = False) -> xr.Dataset:
+        """Evaluate a batch; decision variables become ``design`` coordinates.
+
+        ``reason_codes``: ``reason`` as integer codes into ``reason.attrs["codes"]``, the
+        evaluation's reasons followed by one per derived field (the same table for any batch)."""
         from explore.evaluate import coord_name, evaluate, input_attrs
         sc, bad, reason = self._batch(columns)
-        ds = evaluate(sc, keep_invalid=True, inputs=False)   # masked below, in one pass
+        ds = evaluate(sc, keep_invalid=True, inputs=False,     # masked below, in one pass
+                      reason_codes=reason_codes)
         if self.robust:   # issue 14: quantile objectives over joint samples of the uncertain inputs
             from explore.uncertainty.robust import add_quantile_objectives
             ds = add_quantile_objectives(ds, sc, self.robust)
@@ -225,18 +233,31 @@ class Space:
             if v.name in ds.data_vars:
                 raise SpaceError(f"{self.path}: variables.{v.name}: name clashes with the metric "
                                  f"{v.name}; allowed: a name that is not a metric")
-        new = {"reason": np.where(bad, reason.astype(str), ds["reason"].values),
-               "valid": ds["valid"].values & ~bad}
+        r_attrs = dict(ds["reason"].attrs)
+        if reason_codes:
+            table = list(r_attrs["codes"])
+            extra = {self.derived_reason(p): len(table) + i for i, p in enumerate(self.derived)}
+            code = ds["reason"].values
+            if bad.any():
+                code = code.copy()
+                for why, c in extra.items():
+                    code[bad & (reason == why)] = c
+            r_attrs["codes"] = table + list(extra)
+            new_reason = code
+        else:
+            new_reason = np.where(bad, reason.astype(str), ds["reason"].values) if bad.any() else ds["reason"].values
+        new = {"reason": new_reason, "valid": ds["valid"].values & ~bad}
         invalid = ~new["valid"]
-        if invalid.any():   # invalid designs (model or derived fields): NaN metrics, as evaluate()
-            data = {}
-            for k, var in ds.data_vars.items():
-                a = new.get(k, var.values)
-                if a.dtype.kind == "f":
-                    a = a.copy()
-                    a[invalid] = np.nan
-                data[k] = (("design",), a, var.attrs)
-            ds = xr.Dataset(data, coords=ds.coords, attrs=ds.attrs)   # one build, not a setitem per variable
+        # invalid designs (model or derived fields): NaN metrics, as evaluate(); one Dataset build,
+        # not a setitem per variable
+        data = {}
+        for k, var in ds.data_vars.items():
+            a = new.get(k, var.values)
+            if invalid.any() and a.dtype.kind == "f":
+                a = a.copy()
+                a[invalid] = np.nan
+            data[k] = (("design",), a, r_attrs if k == "reason" else var.attrs)
+        ds = xr.Dataset(data, coords=ds.coords, attrs=ds.attrs)
         coords = {}
         for v in self.variables:
             col = np.broadcast_to(np.asarray(columns[v.name]), (n,))

@@ -10,6 +10,7 @@ memory scales with the chunk, never with the grid. Stores: ``explore.sweep.store
 """
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import os
@@ -22,7 +23,11 @@ from explore.scenario import ScenarioError
 
 CHUNK_DEFAULT = 1 << 17          # points per chunk: ~70 MB of results, ~0.3 GB peak per worker
 BOOKKEEPING = ("sweep_chunk_run", "sweep_chunk_valid", "sweep_chunk_digest")
-SWEEP_KEYS = ("chunk",)
+SWEEP_KEYS = ("chunk", "store")
+DEFAULT_STORE = ("step_time_s", "tokens_per_s", "mfu", "memory_per_device_bytes", "time_to_train_s",
+                 "energy_per_token_j", "cost_per_token_usd", "capex_usd", "power_w", "goodput")
+"""Metrics a sweep stores unless ``[sweep] store`` says otherwise (plus ``valid``, ``reason``,
+the space's objectives and constrained metrics); ``store = ["all"]`` keeps every metric."""
 
 
 class SweepError(ScenarioError):
@@ -122,17 +127,44 @@ def chunk_size(space, chunk: int | None) -> int:
     return int(c)
 
 
-def evaluate_chunk(space, layout: Layout, i: int) -> xr.Dataset:
-    """Evaluate chunk ``i``: a Dataset over the chunk's block (no index coordinates)."""
+def store_names(space, metrics) -> list[str] | None:
+    """The metrics ``[sweep] store`` selects from ``metrics`` (all names an evaluation returns):
+    names or shell patterns (``"time_s_*"``), ``"all"`` for every one; default DEFAULT_STORE.
+    ``valid``, ``reason``, objectives and constrained metrics are always kept. None = all."""
+    import fnmatch
+    want = (getattr(space, "sweep", {}) or {}).get("store", list(DEFAULT_STORE))
+    if isinstance(want, str):
+        want = [want]
+    if not isinstance(want, (list, tuple)) or not all(isinstance(w, str) for w in want):
+        raise SweepError(f"sweep.store: value {want!r} is not allowed; allowed: a list of metric "
+                         f"names or patterns, or [\"all\"]")
+    if "all" in want:
+        return None
+    metrics = list(metrics)
+    keep = {"valid", "reason"} | {m for m, _ in space.objectives}
+    keep |= {c.metric for c in getattr(space, "constraints", [])}
+    for w in want:
+        hit = fnmatch.filter(metrics, w)
+        if not hit:
+            near = difflib.get_close_matches(w, metrics, n=1)
+            raise SweepError(f"sweep.store: {w!r} is not a metric{f' (did you mean {near[0]!r}?)' if near else ''}; "
+                             f"allowed: metric names or patterns such as 'time_s_*', or 'all'")
+        keep.update(hit)
+    return [m for m in metrics if m in keep]
+
+
+def evaluate_chunk(space, layout: Layout, i: int, names=None, reason_codes: bool = False) -> xr.Dataset:
+    """Evaluate chunk ``i``: a Dataset over the chunk's block (no index coordinates); only the
+    metrics ``names`` (None: all), ``reason`` as integer codes with ``reason_codes``."""
     start, stop = layout.flat_range(i)
     idx = np.unravel_index(np.arange(start, stop, dtype=np.int64), layout.shape)
     cols = {v.name: np.asarray(v.grid_values())[ix] for v, ix in zip(space.variables, idx)}
-    ds = space.evaluate(cols)
+    ds = space.evaluate(cols, reason_codes=True) if reason_codes else space.evaluate(cols)
     dims = tuple(cols)
     shp = layout.region_shape(i)
     data, coords = {}, {}
     for k, var in ds.variables.items():
-        if k in cols or k == "design":
+        if k in cols or k == "design" or (names is not None and k in ds.data_vars and k not in names):
             continue
         a = var.values.reshape(shp)
         if a.dtype.kind in "UOT":
@@ -141,9 +173,12 @@ def evaluate_chunk(space, layout: Layout, i: int) -> xr.Dataset:
     return xr.Dataset(data, coords=coords)
 
 
-def _probe(space) -> xr.Dataset:
-    """One grid point evaluated: the names, dtypes and attrs of every output."""
-    return evaluate_chunk(space, Layout.for_grid((1,) * len(space.variables), 1), 0)
+def _probe(space, reason_codes: bool = False) -> xr.Dataset:
+    """One grid point evaluated: the names, dtypes and attrs of every output ``[sweep] store`` keeps."""
+    one = Layout.for_grid((1,) * len(space.variables), 1)
+    ds = evaluate_chunk(space, one, 0, reason_codes=reason_codes)
+    names = store_names(space, ds.data_vars)
+    return ds if names is None else ds[names]
 
 
 def _attrs(space, layout: Layout) -> dict:
@@ -170,8 +205,8 @@ def _grid_dataset(space, layout: Layout, arrays: dict, probe: xr.Dataset) -> xr.
     return ds
 
 
-def _chunk_arrays(space, layout: Layout, i: int) -> dict[str, np.ndarray]:
-    ds = evaluate_chunk(space, layout, i)
+def _chunk_arrays(space, layout: Layout, i: int, names=None) -> dict[str, np.ndarray]:
+    ds = evaluate_chunk(space, layout, i, names)
     return {k: v.values for k, v in ds.variables.items()}
 
 
@@ -191,7 +226,8 @@ def lazy_sweep(space, chunk: int | None = None) -> xr.Dataset:
     dims = tuple(v.name for v in space.variables)
     tok = tokenize(space.fingerprint, layout)
     cname = f"sweep-chunk-{tok}"
-    layers = {cname: {(cname, i): (_chunk_arrays, space, layout, i)
+    keep = list(probe.data_vars)
+    layers = {cname: {(cname, i): (_chunk_arrays, space, layout, i, keep)
                       for i in range(layout.n_chunks)}}
     deps = {cname: set()}
     pad = (0,) * (len(dims) - layout.axis - 1)

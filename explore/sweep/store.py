@@ -40,7 +40,7 @@ def _template(space, layout: Layout) -> tuple[xr.Dataset, dict]:
     ``name -> (dims, shape, chunks, values or None, attrs)``: they are created as
     zarr variable-length strings directly (xarray would store fixed-width UTF-32)."""
     import dask.array as da
-    probe = _probe(space)
+    probe = _probe(space, reason_codes=True)
     dims = tuple(v.name for v in space.variables)
     arrays = {k: (dims, da.zeros(layout.shape, dtype=var.dtype, chunks=-1), dict(var.attrs))
               for k, var in probe.variables.items() if k not in dims}    # one lazy block each
@@ -246,10 +246,14 @@ def _create(space, store: str, layout: Layout) -> tuple[Layout, int, list[int]]:
     return layout, 1, list(range(layout.n_chunks))
 
 
-def compute_chunk(i: int, space, store: str, layout: Layout, run: int) -> tuple[int, int, int]:
+def compute_chunk(i: int, space, store: str, layout: Layout, run: int,
+                  names=None) -> tuple[int, int, int]:
     """Evaluate chunk ``i`` and make it durable: data, then valid count and digest, then
-    the marker (the run number)."""
-    ds = evaluate_chunk(space, layout, i)
+    the marker (the run number). ``names``: the metrics the store holds (default: those
+    ``[sweep] store`` selects); ``reason`` is stored as integer codes."""
+    if names is None:
+        names = list(_probe(space, reason_codes=True).data_vars)
+    ds = evaluate_chunk(space, layout, i, names, reason_codes=True)
     n_valid = int(np.count_nonzero(ds["valid"].values))
     one = (slice(i, i + 1),)
     arrays = _arrays(store)
@@ -343,8 +347,9 @@ def run_sweep(space, store, client, chunk: int | None = None, progress: bool = F
             ok = client.gather(checks)
             todo = sorted(todo + [i for i, good in zip(done, ok) if not good])
         before = layout.n_chunks - len(todo)
+        names = list(_probe(space, reason_codes=True).data_vars)
         futures = client.map(compute_chunk, todo, space=space, store=store, layout=layout,
-                             run=run, pure=False)
+                             run=run, names=names, pure=False)
         points = 0
         bar = tqdm(total=layout.n_chunks, initial=before, unit="chunk", disable=not progress,
                    desc="sweep", dynamic_ncols=True)
@@ -386,6 +391,11 @@ def open_sweep(store) -> xr.Dataset:
         ds = xr.open_zarr(store, consolidated=None, drop_variables=list(BOOKKEEPING))
     for k in ("sweep_ready", "sweep_arrays", "sweep_store_id"):
         ds.attrs.pop(k, None)
+    r = ds.variables.get("reason")
+    if r is not None and r.dtype.kind in "iu" and "codes" in r.attrs:    # codes -> strings, lazily
+        table = np.asarray(list(r.attrs["codes"]), dtype=object)
+        ds["reason"] = xr.Variable(r.dims, r.data.map_blocks(table.__getitem__, dtype=object),
+                                   {k: a for k, a in r.attrs.items() if k != "codes"})
     for k, var in ds.variables.items():            # strings as in memory: <U labels, object data
         if var.dtype.kind in "TUO":
             if k in ds.indexes:

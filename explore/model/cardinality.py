@@ -1,0 +1,186 @@
+"""Evaluate each term at the cardinality it has, not at the batch size.
+
+A batch of ``n`` designs rarely has ``n`` distinct values of every input: one
+hardware under 100,000 plans, or a grid chunk with a few dozen hardware
+combinations. Two mechanisms, both invisible to the model code (numpy
+broadcasting does the work, so one design, a batch and a grid chunk take the
+same path):
+
+* constants: an input equal for the whole batch is held as a length-1 array
+  (``fit``), so every term computed only from constants is computed once and
+  broadcasts against the varying ones;
+* unique-and-gather: ``UniqueRows`` finds the distinct rows of a few columns of a
+  flat batch (mixed-radix integer keys, no string sort), a term is evaluated on
+  those rows only and gathered back (``UniqueRows.gather``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from hwmodels.parts import PERTURBATION
+
+
+def is_constant(a) -> bool:
+    """True for a scalar, a length-1 array or a stride-0 broadcast view (one value repeated)."""
+    a = np.asarray(a)
+    return a.size <= 1 or (a.ndim == 1 and a.strides[0] == 0)
+
+
+def fit(a, n: int, dtype=None) -> np.ndarray:
+    """``a`` as a 1-D array of length 1 (constant) or ``n``; never a full-length copy of a constant.
+
+    While catalog figures are perturbed per element (uncertainty samples, ``sharing_allowed``)
+    a broadcast constant keeps its length ``n``: each element may then draw its own figure."""
+    a = np.asarray(a) if dtype is None else np.asarray(a, dtype=dtype)
+    if a.ndim == 0:
+        return a.reshape(1) if PERTURBATION.get() is None else np.broadcast_to(a, (n,))
+    if a.ndim == 1 and a.shape[0] > 1 and a.strides[0] == 0:
+        return a[:1] if PERTURBATION.get() is None else a
+    if a.shape == (1,) or a.shape == (n,):
+        return a
+    return np.broadcast_to(a, (n,))
+
+
+def full(a, n: int) -> np.ndarray:
+    """``a`` broadcast to length ``n`` (a read-only view when ``a`` is constant)."""
+    return np.broadcast_to(a, (n,))
+
+
+def codes(col) -> tuple[np.ndarray, int]:
+    """(integer code per element, number of codes) of one column (any dtype).
+
+    Small non-negative integers (or integral floats) are their own codes; a column with
+    few distinct values is coded by one comparison per value; anything else by np.unique."""
+    a = np.asarray(col)
+    if is_constant(a):
+        return np.zeros(1, dtype=np.int64), 1
+    n = a.size
+    if a.dtype.kind == "b":
+        return a.astype(np.int64), 2
+    if a.dtype.kind in "iuf":
+        lo, hi = a.min(), a.max()
+        if np.isfinite(lo) and np.isfinite(hi) and hi - lo < 4 * n:
+            c = a - lo
+            ci = c.astype(np.int64)
+            if a.dtype.kind in "iu" or np.array_equal(ci, c):
+                return ci, int(hi - lo) + 1
+    if len(np.unique(a[:64])) <= 8:            # few values: one comparison each
+        code = np.full(n, -1, dtype=np.int64)
+        for m in range(16):
+            left = np.flatnonzero(code < 0)
+            if not left.size:
+                return code, m
+            code[a == a[left[0]]] = m
+    _, inv = np.unique(a, return_inverse=True)
+    inv = inv.reshape(-1).astype(np.int64, copy=False)
+    return inv, int(inv.max()) + 1
+
+
+def take(spec, index):
+    """A frozen dataclass (``SystemSpec``, ``NetworkSpec``, ...) at the rows ``index``:
+    full-length array fields are indexed, constants (length 1) and scalars kept."""
+    import dataclasses
+
+    def one(a):
+        if isinstance(a, np.ndarray):
+            return a if a.ndim == 0 or a.shape[0] == 1 else a[index]
+        if isinstance(a, tuple):
+            return tuple(one(x) for x in a)
+        if isinstance(a, dict):
+            return {k: one(x) for k, x in a.items()}
+        if dataclasses.is_dataclass(a) and not isinstance(a, type):
+            return take(a, index)
+        return a
+    return dataclasses.replace(spec, **{f.name: one(getattr(spec, f.name))
+                                        for f in dataclasses.fields(spec)})
+
+
+DENSE = 4
+"""Largest key space, in multiples of the batch size, that is labelled (see UniqueRows)."""
+
+
+class UniqueRows:
+    """Distinct rows of columns of a flat batch of ``n``: ``index`` (one row of each distinct
+    combination, ``k`` of them) and ``inverse`` (row -> distinct combination).
+
+    Keys are mixed-radix integers of the per-column codes, labelled through a dense table
+    (no sort, no hashing); constant columns cost nothing. When the key space exceeds
+    ``DENSE * n`` the rows are taken as distinct (``inverse`` None, ``k == n``): sorting
+    would cost more than the evaluation it might save. With every column constant,
+    ``k == 1`` and ``inverse`` is None as well."""
+
+    def __init__(self, columns, n: int):
+        key = np.zeros(1, dtype=np.int64)
+        radix = 1
+        self.n = n
+        columns = [np.asarray(c) for c in columns]
+        columns = [c for c in columns if not is_constant(c)]
+        columns.sort(key=lambda c: c.dtype.kind not in "biuf")    # cheap numeric codes first
+        for c in columns:
+            code, m = codes(c)
+            if m == 1:
+                continue
+            used = np.bincount(code, minlength=m) > 0          # relabel to the values present
+            if not used.all():
+                code = (np.cumsum(used) - 1)[code]
+                m = int(used.sum())
+            radix *= m
+            if radix > DENSE * n:
+                self.index, self.inverse = np.arange(n), None
+                return
+            key = key * m + code
+        if key.size == 1:
+            self.index = np.zeros(1, dtype=np.intp)
+            self.inverse = None
+            return
+        seen = np.full(radix, -1, dtype=np.intp)
+        seen[key] = np.arange(n, dtype=np.intp)     # one representative row per key
+        present = seen >= 0
+        self.index = seen[present]
+        self.inverse = (np.cumsum(present) - 1)[key]
+
+    @property
+    def k(self) -> int:
+        return len(self.index)
+
+    def take(self, a):
+        """The distinct rows of a column (a constant stays a constant)."""
+        a = np.asarray(a)
+        return a if is_constant(a) or self.inverse is None else a[self.index]
+
+    def gather(self, a):
+        """A term evaluated on the distinct rows, back at the batch's rows (constants stay)."""
+        a = np.asarray(a)
+        if self.inverse is None or is_constant(a):
+            return a
+        return a[self.inverse]
+
+
+WORTH_GATHERING = 0.7
+"""Gather only when the distinct rows are at most this fraction of the batch (measured: the
+take and the gathers cost about a third of evaluating the rows again)."""
+
+
+def per_rows(fn, rows: "UniqueRows | None", *args):
+    """``fn(*args)`` (a dict of arrays) evaluated on the distinct rows only, gathered back.
+
+    ``args`` are frozen dataclasses or arrays over the batch; ``rows`` must distinguish
+    every input that ``fn`` reads (else rows that differ would share one result)."""
+    if rows is None or rows.inverse is None or rows.k > WORTH_GATHERING * rows.n:
+        return fn(*args)
+    import dataclasses
+    small = [take(a, rows.index) if dataclasses.is_dataclass(a) and not isinstance(a, type)
+             else rows.take(a) if isinstance(a, np.ndarray) else a for a in args]
+    return {k: rows.gather(v) for k, v in fn(*small).items()}
+
+
+def sharing_allowed(calibration=None) -> bool:
+    """False while catalog figures are perturbed per array element (``hwmodels.parts.PERTURBATION``,
+    uncertainty samples) or calibration constants are arrays: equal inputs then need not give
+    equal results, so nothing is shared between rows."""
+    import dataclasses
+    if PERTURBATION.get() is not None:
+        return False
+    if calibration is not None and dataclasses.is_dataclass(calibration):
+        return all(np.size(getattr(calibration, f.name)) <= 1 for f in dataclasses.fields(calibration))
+    return True

@@ -1,0 +1,174 @@
+"""Terms evaluated at their cardinality (explore.model.cardinality) give the same designs."""
+import copy
+
+import numpy as np
+import pytest
+
+import explore
+from explore.model import cardinality as card
+
+BASE = explore.load_scenario("studies/scenarios/gpt3-175b-1024-a100.toml")
+
+
+def test_unique_rows_match_numpy_unique():
+    rng = np.random.default_rng(3)
+    n = 5000
+    cols = [rng.choice([1, 2, 4, 8], n), rng.choice([0.5, 1.0, 2.5], n),
+            rng.choice(["a100", "h100"], n), rng.random(n) < 0.5, np.full(n, 7.0),
+            np.broadcast_to(np.array(["x"]), (n,))]
+    rows = card.UniqueRows(cols, n)
+    table = np.rec.fromarrays([c.astype(str) for c in cols])
+    want, inv = np.unique(table, return_inverse=True)
+    assert rows.k == len(want) == 4 * 3 * 2 * 2
+    # same partition: rows share a label exactly when numpy says they are equal
+    pairs = set(zip(rows.inverse.tolist(), inv.ravel().tolist()))
+    assert len(pairs) == rows.k
+    for c in cols:                       # every row equals its representative
+        assert np.array_equal(np.asarray(c)[rows.index][rows.inverse], np.asarray(c))
+
+
+def test_unique_rows_give_up_on_distinct_batches():
+    n = 1000
+    rows = card.UniqueRows([np.arange(n) * 1.5, np.arange(n) % 7], n)
+    assert rows.inverse is None and rows.k == n
+
+
+@pytest.mark.parametrize("values", [np.array([3, 3, 9, 3]), np.array([0.5, 2.0, 0.5, 0.25]),
+                                    np.array(["b", "a", "b", "c"], dtype=object)])
+def test_codes_label_equal_values_equally(values):
+    code, m = card.codes(values)
+    assert m >= len(set(values.tolist()))
+    for i in range(len(values)):
+        for j in range(len(values)):
+            assert (code[i] == code[j]) == (values[i] == values[j])
+
+
+def _batch_vs_single(sc, n):
+    batch = explore.evaluate(sc)
+    for i in range(n):
+        one = copy.deepcopy(sc)
+        for t in ("parallelism", "training", "datacenter"):
+            for k, v in list(one.get(t, {}).items()):
+                if isinstance(v, np.ndarray):
+                    one[t][k] = v[i].item()
+        so = one["system"]["scale_out"]
+        for k, v in list(so.items()):
+            if isinstance(v, np.ndarray):
+                so[k] = v[i].item()
+        for k, v in list(one["system"].items()):
+            if isinstance(v, np.ndarray):
+                one["system"][k] = v[i].item()
+        single = explore.evaluate(one)
+        for k in batch.data_vars:
+            a, b = batch[k].values[i], single[k].values[0]
+            if isinstance(a, float) or np.issubdtype(np.asarray(a).dtype, np.floating):
+                np.testing.assert_allclose(a, b, rtol=1e-12, err_msg=f"design {i} {k}")
+            else:
+                assert a == b, (i, k, a, b)
+    return batch
+
+
+def test_step_model_shared_across_economics_equals_one_at_a_time():
+    """A batch that differs only in datacenter economics shares one step-model evaluation per
+    plan (STEP_FREE); each design must still equal its own evaluation."""
+    sc = copy.deepcopy(BASE)
+    n = 24
+    rng = np.random.default_rng(0)
+    sc["datacenter"] = dict(sc.get("datacenter", {}))
+    sc["datacenter"]["pue"] = rng.choice([1.1, 1.3, 1.5], n)
+    sc["datacenter"]["electricity_usd_per_kwh"] = rng.choice([0.04, 0.1], n)
+    sc["datacenter"]["restart_s"] = rng.choice([300.0, 900.0], n)
+    sc["parallelism"]["tp"] = np.tile([8, 4], n // 2)
+    sc["parallelism"]["dp"] = np.tile([16, 32], n // 2)
+    sc["parallelism"]["zero"] = np.repeat([0, 1], n // 2)
+    batch = _batch_vs_single(sc, n)
+    assert len(np.unique(batch["step_time_s"].values)) == 4
+    assert len(np.unique(batch["cost_per_token_usd"].values)) > 2
+
+
+def test_network_bom_per_hardware_equals_one_at_a_time():
+    """Repeated hardware (fabric, NICs, oversubscription) under different plans: the bill of
+    materials is computed once per hardware combination and gathered."""
+    sc = copy.deepcopy(BASE)
+    n = 16
+    so = sc["system"]["scale_out"]
+    so["topology"] = np.array(["fat-tree", "dragonfly"] * (n // 2))
+    so["oversubscription"] = np.repeat([1.0, 2.0], n // 2)
+    sc["parallelism"]["tp"] = np.tile([8, 8, 4, 4], n // 4)
+    sc["parallelism"]["pp"] = np.tile([8, 16, 16, 8], n // 4)
+    sc["parallelism"]["dp"] = np.tile([16, 8, 16, 32], n // 4)
+    _batch_vs_single(sc, n)
+
+
+# --- issue 10 (comm) fields: the step model's sharing key must tell them apart ---------------
+
+def _shared_rows(sc):
+    """The step-model sharing of ``explore.evaluate`` for ``sc``: (distinct rows, batch size)."""
+    from explore.evaluate import STEP_FREE
+    from explore.scenario import resolve
+    r = resolve(sc)
+    v = {k: card.fit(a, r.n) for k, a in r.values.items()}
+    rows = card.UniqueRows([a for k, a in v.items() if k not in STEP_FREE], r.n)
+    return rows.k, r.n
+
+
+def _bucket_batch():
+    """Eight designs: ZeRO 0 or 1, each with two plans that differ only in
+    parallelism.grad_bucket_params (gradient reduction not overlapped, so every bucket's
+    latency is exposed); economics vary too, so the step model is shared (4 distinct rows of 8)."""
+    sc = copy.deepcopy(BASE)
+    n = 8
+    sc["parallelism"]["overlap_grad_reduce"] = False
+    sc["parallelism"]["grad_bucket_params"] = np.tile([1e6, 1e9], n // 2)
+    sc["datacenter"] = dict(sc.get("datacenter", {}))
+    sc["datacenter"]["pue"] = np.tile([1.1, 1.1, 1.4, 1.4], n // 4)
+    sc["parallelism"]["zero"] = np.repeat([0, 1], n // 2)
+    return sc, n
+
+
+def test_designs_differing_only_in_grad_bucket_params_get_their_own_step_time():
+    sc, n = _bucket_batch()
+    k, _ = _shared_rows(sc)
+    assert k == 4                                   # the batch is shared: 8 designs, 4 step models
+    batch = _batch_vs_single(sc, n)                 # each design equals its own evaluation
+    t = batch["step_time_s"].values
+    assert len(set(t.tolist())) == 4
+    small, large = t[0:4:2], t[1:4:2]               # ZeRO 0: 1e6 vs 1e9 parameters per bucket
+    assert small[0] == small[1] and large[0] == large[1]
+    # 1e6-parameter buckets: a 175B model over tp 8 x pp 8 holds ~2.7e9 parameters per rank, so
+    # ~2,700 all-reduces per step instead of about one, each paying at least NCCL's 8.4 us base
+    # latency per call (src/graph/tuning.cc, Simple ring): at least ~23 ms more per step
+    assert small[0] - large[0] > 2_700 * 8.4e-6
+
+
+def test_sharing_key_without_grad_bucket_params_would_be_caught(monkeypatch):
+    """The check above has teeth: drop the field from the sharing key (as if it were an
+    economics input) and the plans differing only in it wrongly share step times."""
+    import importlib
+    ev = importlib.import_module("explore.evaluate")     # the module (explore.evaluate is also a function)
+    sc, n = _bucket_batch()
+    monkeypatch.setattr(ev, "STEP_FREE", ev.STEP_FREE + ("parallelism.grad_bucket_params",))
+    t = explore.evaluate(sc)["step_time_s"].values
+    assert len(set(t.tolist())) == 2                # one per ZeRO stage: the buckets are lost
+
+
+def test_designs_differing_only_in_matmul_peak_fraction_get_their_own_step_time(monkeypatch):
+    """Two catalog accelerators equal in every figure but the measured matmul peak fraction
+    (issue 10, SystemSpec.matmul_peak_fraction): a shared batch keeps their step times apart."""
+    from hwmodels.parts import load_catalog
+    acc = load_catalog()["accelerators"]
+    base = acc["a100-sxm-80gb"]
+    monkeypatch.setitem(acc, "a100-sxm-80gb-half-mamf",
+                        {**base, "matmul_peak_fraction": base["matmul_peak_fraction"] / 2})
+    sc = copy.deepcopy(BASE)
+    n = 8
+    sc["system"]["accelerator"] = np.array(["a100-sxm-80gb", "a100-sxm-80gb-half-mamf"] * (n // 2))
+    sc["datacenter"] = dict(sc.get("datacenter", {}))
+    sc["datacenter"]["pue"] = np.repeat([1.1, 1.4], n // 2)
+    k, _ = _shared_rows(sc)
+    assert k == 2
+    batch = _batch_vs_single(sc, n)
+    t = batch["step_time_s"].values
+    assert len(set(t[0::2].tolist())) == 1 and len(set(t[1::2].tolist())) == 1
+    # half the GEMM rate: the GEMM-bound 175B step is much slower (not twice: comm, bubble, memory ops)
+    assert t[1] > 1.3 * t[0]
