@@ -1,0 +1,287 @@
+"""The scenario's fields: every key a scenario may hold, its kind, default, range and
+documentation (``SCHEMA``), the accelerator's own fields, and the sanity bounds past which a
+value is refused. ``explore.scenario`` reads, checks and resolves scenarios against this table;
+``explore.schema`` renders it as JSON Schema and as docs/scenario-reference.md.
+"""
+from __future__ import annotations
+
+import functools
+import tomllib
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from hwmodels.parts import part_ids
+
+REQUIRED = object()
+# Integers are carried as int64 and multiplied together in float64: every integer field is
+# bounded by 2**53 (exact in float64, far below the int64 wrap at 2**63).
+INT_MAX = 2**53
+
+
+class ScenarioError(ValueError):
+    """A scenario (or design-space) file is malformed: names the field, the value and what is allowed."""
+
+
+@dataclass(frozen=True)
+class Field:
+    kind: str                      # "int" | "float" | "bool" | "choice" | "id"
+    default: Any = REQUIRED        # REQUIRED, None (derived/optional) or a value
+    lo: float | None = None        # inclusive lower bound
+    lo_open: bool = False          # lower bound exclusive
+    hi: float | None = None        # inclusive upper bound
+    choices: tuple = ()
+    catalog: str | None = None     # catalog kind for "id" fields
+    doc: str = ""
+
+    def allowed(self) -> str:
+        if self.kind in ("choice",):
+            return "one of " + ", ".join(repr(c) for c in self.choices)
+        if self.kind == "id":
+            return f"a {self.catalog} id: " + ", ".join(part_ids(self.catalog))
+        if self.kind == "bool":
+            return "true or false"
+        parts = ["an integer" if self.kind == "int" else "a finite number"]
+        if self.lo is not None:
+            parts.append(f"{'>' if self.lo_open else '>='} {self.lo:g}")
+        hi = self.hi
+        if self.kind == "int":
+            hi = INT_MAX if hi is None else min(hi, INT_MAX)
+        if hi is not None:
+            parts.append(("and " if self.lo is not None else "") + ("<= 2**53" if hi == INT_MAX else f"<= {hi:g}"))
+        return " ".join(parts)
+
+
+def _models_path() -> Path:
+    return Path(__file__).parent / "data" / "models.toml"
+
+
+@functools.cache
+def model_presets() -> dict[str, dict]:
+    """Model presets (explore/data/models.toml), parsed once; treat as read-only."""
+    return tomllib.loads(_models_path().read_text())
+
+
+PRECISIONS = ("bf16", "fp16", "fp8", "fp4")  # fp4 (issue 11): NVFP4 GEMMs where the part has FP4
+# scale-out network choices (issue 4); kept here so the schema stays the one place of truth
+SCALE_OUT_TOPOLOGIES = ("fat-tree", "rail-optimized", "torus", "dragonfly", "ocs-torus", "ocs-reconfigurable")
+OPTICS = ("copper", "pluggable", "lpo", "cpo", "optical-io")
+RECONFIG_POLICIES = ("per-job", "per-step", "per-phase")
+RECOMPUTE = ("none", "selective", "full")
+
+SCHEMA: dict[str, dict[str, Field]] = {
+    "model": {
+        "preset": Field("choice", None, choices=tuple(model_presets()), doc="model preset id"),
+        "layers": Field("int", REQUIRED, lo=1),
+        "hidden": Field("int", REQUIRED, lo=1),
+        "heads": Field("int", REQUIRED, lo=1),
+        "kv_heads": Field("int", None, lo=1, doc="default: heads (multi-head attention)"),
+        "ffn_hidden": Field("int", None, lo=1, doc="default: 4 * hidden"),
+        "vocab": Field("int", REQUIRED, lo=1),
+        "seq_len": Field("int", REQUIRED, lo=1),
+        "gated_mlp": Field("bool", False),
+        "tied_embeddings": Field("bool", False),
+        "experts": Field("int", 1, lo=1),
+        "top_k": Field("int", 1, lo=1),
+        "moe_ffn_hidden": Field("int", None, lo=1, doc="default: ffn_hidden"),
+        "shared_experts": Field("int", 0, lo=0, doc="always-active experts of width moe_ffn_hidden"),
+        # --- frontier workloads (issue 11): MoE layout, attention variants (explore/model/moe.py, attention.py)
+        "dense_layers": Field("int", 0, lo=0, doc="MoE models: leading dense layers (DeepSeek-V3: 3)"),
+        "capacity_factor": Field("float", 1.0, lo=1.0,
+                                 doc="MoE: busiest expert's tokens / mean (load imbalance; it sets the pace)"),
+        "head_dim": Field("int", None, lo=1, doc="default: hidden / heads"),
+        "kv_lora_rank": Field("int", 0, lo=0, doc="multi-head latent attention (MLA) KV rank; 0 = GQA/MHA"),
+        "q_lora_rank": Field("int", 0, lo=0, doc="MLA query compression rank; 0 = none"),
+        "rope_head_dim": Field("int", 64, lo=0, doc="MLA decoupled RoPE key dimension"),
+        "sliding_window": Field("int", 0, lo=0, doc="attention window in tokens; 0 = full (causal) context"),
+    },
+    "training": {
+        "global_batch": Field("int", REQUIRED, lo=1, doc="sequences per optimizer step"),
+        "tokens": Field("float", 300e9, lo=0, lo_open=True, doc="token budget for time_to_train_s"),
+        "precision": Field("choice", "bf16", choices=PRECISIONS),
+        "flash_attention": Field("bool", True, doc="fused attention: no s^2 tensors in HBM"),
+        # --- precision recipes (issue 11, explore/model/precision.py)
+        "fp8_recipe": Field("choice", "per-tensor", choices=("per-tensor", "blockwise", "mxfp8"),
+                            doc="scaling of FP8 GEMMs (precision fp8 only)"),
+        "optimizer_moments": Field("choice", "fp32", choices=("fp32", "bf16"),
+                                   doc="Adam m and v precision (DeepSeek-V3: bf16)"),
+        "fp8_dispatch": Field("bool", False, doc="MoE dispatch all-to-all in FP8 (DeepSeek-V3); combine stays BF16"),
+    },
+    "parallelism": {
+        "tp": Field("int", 1, lo=1),
+        "pp": Field("int", 1, lo=1),
+        "dp": Field("int", None, lo=1, doc="default: devices / (tp * pp * cp)"),
+        "cp": Field("int", 1, lo=1, doc="context parallelism (ring attention); tp*pp*dp*cp = devices"),
+        "ep": Field("int", 1, lo=1, doc="expert parallelism; divides dp*cp and model.experts (Megatron-Core)"),
+        "etp": Field("int", None, lo=1, doc="expert tensor parallelism (MoE parallel folding); default: tp; "
+                                            "etp*ep divides tp*dp*cp"),
+        "moe_dispatcher": Field("choice", "alltoall", choices=("alltoall", "deepep"),
+                                doc="alltoall: one copy per selected expert; deepep: one copy per remote "
+                                    "scale-up domain, forwarded inside it (DeepEP / HybridEP)"),
+        "overlap_moe_comm": Field("bool", False,
+                                  doc="overlap MoE all-to-all with another microbatch's compute (EP A2A overlap)"),
+        "microbatch": Field("int", 1, lo=1),
+        "virtual_stages": Field("int", 1, lo=1, doc="interleaved 1F1B model chunks per pipeline rank"),
+        "zero": Field("int", 1, lo=0, hi=3),
+        "recompute": Field("choice", "selective", choices=RECOMPUTE),
+        "sequence_parallel": Field("bool", True),
+        "overlap_grad_reduce": Field("bool", True, doc="overlap DP gradient reduction with backward"),
+        "overlap_param_gather": Field("bool", True, doc="overlap ZeRO parameter all-gathers with compute"),
+        "overlap_tp_comm": Field("bool", False, doc="overlap tensor-parallel collectives with GEMMs (Megatron-Core --tp-comm-overlap)"),
+        "grad_reduce_bytes": Field("int", 4, lo=1, hi=4, doc="bytes per gradient element in the DP reduction (fp32 main grads: 4)"),
+        "grad_bucket_params": Field("float", None, lo=0, lo_open=True,
+                                    doc="parameters per data-parallel gradient bucket (one collective each); "
+                                        "default: Megatron-Core's max(4e7, 1e6 * dp) with overlap_grad_reduce, "
+                                        "else one bucket"),
+    },
+    "system": {
+        "accelerator": Field("id", REQUIRED, catalog="accelerators"),
+        "devices": Field("int", REQUIRED, lo=1),
+    },
+    "system.scale_up": {
+        "size": Field("int", 8, lo=1, doc="devices per scale-up domain"),
+        "link": Field("id", "nvlink4", catalog="links"),
+        "bandwidth_bps": Field("float", None, lo=0, lo_open=True, doc="per device per direction; default: the link's"),
+        "latency_s": Field("float", None, lo=0, doc="default: the link's"),
+        "switch": Field("id", None, catalog="switches",
+                        doc="scale-up switch (e.g. nvlink-switch-tray): switches counted per domain; "
+                            "default: the link's per-device cost and power"),
+    },
+    "system.scale_out": {
+        "topology": Field("choice", "fat-tree", choices=SCALE_OUT_TOPOLOGIES,
+                          doc="network family (topologies.network.FAMILIES)"),
+        "link": Field("id", "ib-ndr-400", catalog="links"),
+        "nics_per_device": Field("float", 1.0, lo=0, lo_open=True,
+                                 doc="NIC ports per device; on a torus, its torus ports"),
+        "oversubscription": Field("float", 1.0, lo=1.0),
+        "switch": Field("id", "quantum-2-qm9700", catalog="switches"),
+        "optics": Field("choice", "pluggable", choices=OPTICS,
+                        doc="link technology of every network link end (copper only within reach)"),
+        "transceiver": Field("id", None, catalog="switches",
+                             doc="fixed module power/cost for optical link ends; default: the optics link budget"),
+        "torus_x": Field("int", None, lo=1, doc="torus dimensions in scale-up nodes; default: near-cubic"),
+        "torus_y": Field("int", None, lo=1),
+        "torus_z": Field("int", None, lo=1),
+        "cube_dim": Field("int", 4, lo=1, doc="ocs-torus: nodes per cube edge (TPU v4: 4)"),
+        "ocs": Field("id", "palomar-136", catalog="ocs", doc="optical circuit switch (ocs-* families)"),
+        "ocs_reconfig_s": Field("float", None, lo=0, doc="default: the OCS's"),
+        "ocs_insertion_loss_db": Field("float", None, lo=0, doc="default: the OCS's"),
+        "reconfiguration": Field("choice", "per-job", choices=RECONFIG_POLICIES,
+                                 doc="ocs-reconfigurable: when circuits are re-set"),
+        "bandwidth_bps": Field("float", None, lo=0, lo_open=True, doc="per NIC per direction; default: the link's"),
+        "latency_s": Field("float", None, lo=0, doc="default: the link's"),
+    },
+    "datacenter": {
+        "pue": Field("float", 1.1, lo=1.0),
+        "electricity_usd_per_kwh": Field("float", 0.08, lo=0.0),
+        "lifetime_years": Field("float", 4.0, lo=0, lo_open=True),
+        "interruptions_per_device_hour": Field("float", None, lo=0.0, doc="default: the accelerator's"),
+        "restart_s": Field("float", 900.0, lo=0.0, doc="time to restart after an interruption"),
+        "checkpoint_write_bps_per_device": Field("float", 8e9, lo=0, lo_open=True,
+                                                 doc="storage write bandwidth per device, bits/s"),
+        # issue 14: carbon (explore/model/carbon.py)
+        "grid": Field("id", "usa", catalog="grid", doc="grid region for operational carbon (catalog/grid.toml)"),
+        "grid_kg_per_kwh": Field("float", None, lo=0.0, doc="grid carbon intensity; default: the region's"),
+    },
+}
+TOP_KEYS = ("name", "description", "model", "training", "parallelism", "system", "datacenter", "uncertainty")
+# `uncertainty` (issue 14) is read by explore.uncertainty; resolve() ignores it.
+# Inline accelerator tables accept the catalog fields plus `base`.
+ACCEL_FIELDS = ("peak_flops_bf16", "peak_flops_fp16", "peak_flops_fp8", "hbm_capacity_bytes",
+                "hbm_bandwidth_bytes_per_s", "tdp_w", "idle_power_w", "price_usd", "host_power_w",
+                "host_price_usd", "interruptions_per_hour")
+# Bounds of the inline catalog fields: a device must compute in BF16, hold and move data and
+# draw power; FP16/FP8 peaks of 0 mean "not supported"; idle power may not exceed TDP
+# (checked per design in explore.evaluate).
+ACCEL_FIELD_SPECS: dict[str, Field] = {
+    "peak_flops_bf16": Field("float", None, lo=0, lo_open=True, hi=1e18, doc="dense BF16 FLOP/s"),
+    "peak_flops_fp16": Field("float", None, lo=0, hi=1e18, doc="dense FP16 FLOP/s; 0 = not supported"),
+    "peak_flops_fp8": Field("float", None, lo=0, hi=1e18, doc="dense FP8 FLOP/s; 0 = not supported"),
+    "hbm_capacity_bytes": Field("float", None, lo=0, lo_open=True, hi=1e15),
+    "hbm_bandwidth_bytes_per_s": Field("float", None, lo=0, lo_open=True, hi=1e16),
+    "tdp_w": Field("float", None, lo=0, lo_open=True, hi=1e5),
+    "idle_power_w": Field("float", None, lo=0, hi=1e5, doc="at most tdp_w"),
+    "price_usd": Field("float", None, lo=0, hi=1e9),
+    "host_power_w": Field("float", None, lo=0, hi=1e5),
+    "host_price_usd": Field("float", None, lo=0, hi=1e9),
+    "interruptions_per_hour": Field("float", None, lo=0, hi=1.0),
+}
+# Sanity bounds beyond the schema's physical ones: each is several orders of magnitude past any
+# part in the catalog or published cluster, so only typos and overflow probes hit them (a value
+# there would otherwise overflow the float64 model into inf/NaN or swamp every other term).
+SANITY_HI: dict[str, float] = {
+    "training.tokens": 1e18,
+    # issue 11/10/14 fields: an expert never sees 1,000x the mean load; no model has 1e15
+    # parameters; the dirtiest grids are ~1 kgCO2e/kWh
+    "model.capacity_factor": 1e3, "parallelism.grad_bucket_params": 1e15,
+    "datacenter.grid_kg_per_kwh": 10.0,
+    "system.scale_up.bandwidth_bps": 1e16, "system.scale_up.latency_s": 1.0,
+    "system.scale_out.bandwidth_bps": 1e16, "system.scale_out.latency_s": 1.0,
+    "system.scale_out.nics_per_device": 1024.0, "system.scale_out.oversubscription": 1e3,
+    "system.scale_out.ocs_reconfig_s": 3600.0, "system.scale_out.ocs_insertion_loss_db": 100.0,
+    "datacenter.pue": 10.0, "datacenter.electricity_usd_per_kwh": 100.0,
+    "datacenter.lifetime_years": 100.0, "datacenter.interruptions_per_device_hour": 1.0,
+    "datacenter.restart_s": 1e7, "datacenter.checkpoint_write_bps_per_device": 1e16,
+    # parametric accelerator (a 300 mm wafer is 70,686 mm2)
+    "system.accelerator.compute_dies": 1024, "system.accelerator.die_area_mm2": 1e5,
+    "system.accelerator.clock_hz": 1e11, "system.accelerator.hbm_stacks": 1024,
+    "system.accelerator.hbm_stack_capacity_bytes": 1e13,
+    "system.accelerator.hbm_stack_bandwidth_bytes_per_s": 1e14,
+    "system.accelerator.d2d_bandwidth_bps": 1e17, "system.accelerator.io_dies": 1024,
+    "system.accelerator.io_die_area_mm2": 1e5, "system.accelerator.optical_io": 1024,
+    "system.accelerator.io_bandwidth_bps": 1e17, "system.accelerator.board_power_w": 1e5,
+    "system.accelerator.board_cost_usd": 1e9, "system.accelerator.power_limit_w": 1e6,
+    "system.accelerator.nre_volume": 1e12, "system.accelerator.price_markup": 1e3,
+}
+# Extension point: later modules register extra inline-accelerator keys (parametric hardware).
+ACCEL_EXTRA_FIELDS: dict[str, Field] = {}
+# Parametric accelerator (issue 3, hwmodels.package): any of these keys makes the inline
+# accelerator parametric; keys left out take the value of the reconstruction of `base`
+# (hwmodels/catalog/accelerator_designs.toml; h100-sxm-80gb without a base).
+ACCEL_EXTRA_FIELDS.update({
+    "compute_dies": Field("int", None, lo=1, doc="compute dies in the package"),
+    "die_area_mm2": Field("float", None, lo=0, lo_open=True, doc="area of one compute die"),
+    "node": Field("id", None, catalog="process_nodes", doc="compute-die process node"),
+    "matrix_fraction": Field("float", None, lo=0, lo_open=True, hi=1, doc="share of die area in matrix units"),
+    "clock_hz": Field("float", None, lo=0, lo_open=True, doc="default: the node's clock"),
+    "hbm": Field("id", None, catalog="hbm", doc="HBM generation"),
+    "hbm_stacks": Field("int", None, lo=0),
+    "hbm_stack_capacity_bytes": Field("float", None, lo=0, lo_open=True, doc="default: the generation's"),
+    "hbm_stack_bandwidth_bytes_per_s": Field("float", None, lo=0, lo_open=True, doc="default: the generation's"),
+    "package": Field("id", None, catalog="packaging", doc="package technology"),
+    "d2d": Field("id", None, catalog="d2d", doc="die-to-die link class"),
+    "d2d_bandwidth_bps": Field("float", None, lo=0, doc="per compute die per direction; default: its HBM share"),
+    "io_dies": Field("int", None, lo=0, doc="I/O (base) dies carrying HBM PHYs and off-package I/O"),
+    "io_die_area_mm2": Field("float", None, lo=0),
+    "io_node": Field("id", None, catalog="process_nodes"),
+    "optical_io": Field("int", None, lo=0, doc="optical I/O chiplets on the package"),
+    "optical_io_type": Field("id", None, catalog="io_chiplets"),
+    "io_bandwidth_bps": Field("float", None, lo=0, doc="electrical off-package I/O per direction"),
+    "board_power_w": Field("float", None, lo=0),
+    "board_cost_usd": Field("float", None, lo=0),
+    "power_limit_w": Field("float", None, lo=0, lo_open=True, doc="package power limit (cooling)"),
+    "nre_volume": Field("float", None, lo=0, doc="units over which NRE is amortised; 0 = not amortised"),
+    "price_markup": Field("float", None, lo=0, lo_open=True,
+                          doc="price / manufacturing cost; default: the base part's price / its reconstruction's cost"),
+})
+
+
+def field_spec(path: str) -> Field:
+    """The ``Field`` of a dotted scenario path, with the sanity bound of SANITY_HI and, for
+    integers, the 2**53 cap folded into ``hi``."""
+    if path.startswith("system.accelerator."):
+        key = path[len("system.accelerator."):]
+        f = ACCEL_EXTRA_FIELDS.get(key) or ACCEL_FIELD_SPECS.get(key) or Field("float", lo=0.0)
+    else:
+        table, _, key = path.rpartition(".")
+        f = SCHEMA[table][key]
+    return bounded(path, f)
+
+
+def bounded(path: str, f: Field) -> Field:
+    hi = f.hi
+    if path in SANITY_HI:
+        hi = SANITY_HI[path] if hi is None else min(hi, SANITY_HI[path])
+    if f.kind == "int":
+        hi = INT_MAX if hi is None else min(hi, INT_MAX)
+    return f if hi == f.hi else replace(f, hi=hi)
