@@ -345,7 +345,7 @@ def run_search(space, settings: SearchSettings | None = None, out=None, resume: 
     gens = settings.gens if problem.n_var else 1
     bar = None
     if progress:
-        from tqdm import tqdm
+        from tqdm.auto import tqdm   # a widget in Jupyter, text on a terminal
         bar = tqdm(total=gens, initial=state["generation"], desc="search", unit="gen",
                    dynamic_ncols=True)
     try:

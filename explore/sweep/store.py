@@ -332,7 +332,7 @@ def run_sweep(space, store, client, chunk: int | None = None, progress: bool = F
     (on the cluster: each reads back and compares its digest), then computes the
     missing and damaged ones, then writes consolidated metadata."""
     from distributed import as_completed
-    from tqdm import tqdm
+    from tqdm.auto import tqdm   # a widget in Jupyter, text on a terminal
     import zarr
     space = _space(space)
     store = _store_path(store)
