@@ -123,7 +123,7 @@ def evaluate_resolved(r: Resolved, calibration: cal.Calibration = cal.DEFAULT, *
         bad = ~np.asarray(out["valid"], bool)
         if bad.any():
             for k, a in out.items():
-                if k != "reason" and np.asarray(a).dtype.kind == "f":
+                if k not in ("reason", "reason_table", "reason_details") and np.asarray(a).dtype.kind == "f":
                     out[k] = np.where(bad, np.nan, a)
     ds = _assemble(out, r, reason_codes)
     return ds.assign_coords(input_coords(r)) if inputs else ds

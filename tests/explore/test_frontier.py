@@ -246,3 +246,15 @@ def test_fp4_runs_on_b200_and_is_refused_on_h100():
     assert "training.precision" in r[2] and "not supported" in r[2]
     assert "precision" not in r[1]
     assert ds["step_time_s"].values[1] < ds["step_time_s"].values[0]
+
+
+def test_value_naming_reasons_with_default_masking():
+    """A batch whose invalid design carries a per-design reason (the precision it asked for)
+    evaluates with the default NaN masking too, and keeps that reason."""
+    sc = _moe_job()
+    sc["training"]["precision"] = np.array(["fp8", "fp4"])
+    sc["system"]["accelerator"] = np.array(["h100-sxm-80gb", "h100-sxm-80gb"])
+    ds = explore.evaluate(sc)
+    r = ds["reason"].values
+    assert "'fp4'" in r[1] and "peak_flops_fp4 = 0" in r[1]
+    assert np.isnan(ds["step_time_s"].values[1]) and not ds["valid"].values[1]
