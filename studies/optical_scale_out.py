@@ -192,7 +192,8 @@ def _uncertainty(ds: xr.Dataset, j: np.ndarray, row: dict, ranking: list) -> dic
     n = e.shape[0]
     order = np.argsort(np.stack([best[t] for t in ranking], 1), axis=1, kind="stable")
     same = int(np.sum(np.all(order == np.arange(len(ranking)), axis=1)))
-    r = {"samples": n, "ranking_holds": same, "ranking_holds_share": same / n}
+    r = {"samples": n, "ranking_holds": same, "ranking_holds_share": same / n,
+         "pairs": [(a, b, int(np.sum(best[a] < best[b]))) for a, b in zip(ranking, ranking[1:])]}
     if "cpo" in best and "pluggable" in best:
         saving = 1 - best["cpo"] / best["pluggable"]
         (pl, ph), (cl, ch) = row["pluggable"]["energy_band_j"], row["cpo"]["energy_band_j"]
@@ -223,7 +224,9 @@ def summary(ds: xr.Dataset, f: dict) -> str:
                       f"design uses less energy than pluggables' in {u['cpo_wins']} of {u['samples']} "
                       f"samples (saving {pct(u['saving_q50'])}, 5-95 %: {pct(u['saving_q05'])} to "
                       f"{pct(u['saving_q95'])}), and the whole ranking above holds in "
-                      f"{u['ranking_holds']} of {u['samples']} samples.", ""]
+                      f"{u['ranking_holds']} of {u['samples']} samples. Samples keeping each "
+                      f"neighbouring pair in order: "
+                      + ", ".join(f"{a} < {b} {k}" for a, b, k in u["pairs"]) + ".", ""]
         lines += ["| technology | best J/token | 5-95 % J/token | best USD per million tokens | days at best energy | valid designs |",
                   "| --- | --- | --- | --- | --- | --- |"]
         for t, v in r["tech"].items():

@@ -103,6 +103,8 @@ def test_optical_scale_out_bands(runs):
                 f"{'overlap' if u['bands_overlap'] else 'do not overlap'}.") in text
         assert f"in {u['cpo_wins']} of {n} samples (saving {pct(u['saving_q50'])}" in text
         assert f"the whole ranking above holds in {u['ranking_holds']} of {n} samples" in text
+        assert u["ranking_holds"] <= min(k for *_, k in u["pairs"])   # all pairs hold => ranking holds
+        assert ", ".join(f"{a} < {b} {k}" for a, b, k in u["pairs"]) in text
         # CPO's advantage is smaller than the band width, yet holds sample by sample
         assert u["bands_overlap"] and u["cpo_wins"] == n and u["saving_q05"] > 0
 
