@@ -4,6 +4,9 @@ One description of a figure (``Figure``: panels of scatter clouds, Pareto fronts
 stacked bars and marks, all already in human units) is drawn two ways: static through
 matplotlib (``to_matplotlib``: PNG, SVG, PDF; no browser) and interactive through plotly
 (``to_plotly``: self-contained HTML, SVG markers, no WebGL). ``save`` writes all four.
+A series may carry intervals per point (``xband``, ``yband``: lower and upper value,
+e.g. the 5-95 % band of ``explore.uncertainty.bands``), drawn as error bars from the
+lower to the upper value in both renderers.
 
 Units: ``human(metric)`` maps an SI metric to the unit a reader expects (days, MW,
 USD per million tokens, J/token, %); an axis whose positive values span more than
@@ -146,6 +149,8 @@ class Series:
     symbol: int = 0
     hollow: bool = False            # what-if designs
     cvalues: np.ndarray | None = None   # continuous colour (colour bar)
+    xband: tuple | None = None      # (lower, upper) per point: an error bar along x (NaN: none)
+    yband: tuple | None = None      # (lower, upper) per point: an error bar along y
 
 
 @dataclass
@@ -177,14 +182,17 @@ class Figure:
 
 def scatter_panel(ds, x: str, y: str, *, by: str | None = None, color: str | None = None,
                   mask=None, whatif=None, hover_fields=(), fronts: str = "group",
-                  title: str = "", zoom: float | None = None) -> Panel:
+                  title: str = "", zoom: float | None = None, bands: dict | None = None) -> Panel:
     """Evaluated designs of ``ds`` as a grey cloud, the Pareto front of ``x`` and ``y`` on top.
 
     ``by``: a categorical field (one colour and symbol per value, legend) for the
     front points; ``color``: a numeric field (colour bar) instead. ``fronts='group'``
     draws the front of each group, ``'all'`` the overall front, ``'none'`` every design
     (coloured by group, no front). ``whatif``: boolean per
-    design, drawn hollow. ``mask``: the designs to draw (default: ``valid``)."""
+    design, drawn hollow. ``mask``: the designs to draw (default: ``valid``).
+    ``bands``: metric -> (lower, upper) per design in SI units (NaN: no bar), e.g. the
+    5th and 95th percentiles over samples; the front (or group) points of ``x`` and
+    ``y`` get error bars spanning them, and a zoom keeps the bars inside the axes."""
     ok = np.asarray(ds["valid"].values if mask is None else mask, bool)
     X, xl = in_units(x, ds[x].values)
     Y, yl = in_units(y, ds[y].values)
@@ -214,19 +222,29 @@ def scatter_panel(ds, x: str, y: str, *, by: str | None = None, color: str | Non
                 picks.append((k, g, hollow, sel[np.argsort(X[sel], kind="stable")]))
     rows = np.unique(np.concatenate([idx] + [s for *_, s in picks]))
     text = dict(zip(rows, hover(ds, list(hover_fields) + [x, y], rows)))
+    for m in dict.fromkeys((x, y)):        # the band of each drawn metric in the hover text
+        if bands and m in bands:
+            lo, hi = (np.asarray(v, float)[rows] for v in bands[m])
+            lab, unit, sc = human(m, ds[m].values)
+            for i, a_, b_ in zip(rows, lo, hi):
+                if np.isfinite(a_) and np.isfinite(b_):
+                    text[i] += f"<br>{lab} band: {fmt(a_ * sc)} to {fmt(b_ * sc, unit)}"
     p.series.append(Series("evaluated designs", X[idx], Y[idx], [text[i] for i in idx], "cloud"))
     for k, g, hollow, sel in picks:
         name = ("Pareto front" if g is None else str(g)) + (" (what-if)" if hollow else "")
         cv = np.asarray(ds[color].values, float)[sel] * human(color)[2] if color else None
         p.series.append(Series(name, X[sel], Y[sel], [text[i] for i in sel],
                                "points" if fronts == "none" else "front",
-                               PALETTE[k % len(PALETTE)], k % len(SYMBOLS), hollow, cv))
+                               PALETTE[k % len(PALETTE)], k % len(SYMBOLS), hollow, cv,
+                               _band(bands, x, sel, ds[x].values), _band(bands, y, sel, ds[y].values)))
     if color:
         lab, unit, _ = human(color)
         p.clabel = f"{lab} [{unit}]" if unit else lab
     if zoom is not None and picks:
-        fx = np.concatenate([X[s] for *_, s in picks])
-        fy = np.concatenate([Y[s] for *_, s in picks])
+        fs = [s for s in p.series if s.kind != "cloud"]
+        fx = np.concatenate([s.x for s in fs] + [np.ravel(s.xband) for s in fs if s.xband is not None])
+        fy = np.concatenate([s.y for s in fs] + [np.ravel(s.yband) for s in fs if s.yband is not None])
+        fx, fy = fx[np.isfinite(fx)], fy[np.isfinite(fy)]
         p.xlim = (fx.min() / (1 + zoom), fx.max() * (1 + zoom))
         p.ylim = (fy.min() / (1 + zoom), fy.max() * (1 + zoom))
         p.xlog = p.ylog = False
@@ -234,6 +252,31 @@ def scatter_panel(ds, x: str, y: str, *, by: str | None = None, color: str | Non
         if out:
             p.title = (p.title + "\n" if p.title else "") + f"({out:,} slower or costlier designs off axes)"
     return p
+
+
+def _band(bands: dict | None, metric: str, rows, values=None) -> tuple | None:
+    """(lower, upper) of ``metric`` at ``rows`` in the metric's human unit, or None."""
+    if not bands or metric not in bands:
+        return None
+    scale = human(metric, values)[2]       # the scale in_units gives the metric's values
+    lo, hi = (np.asarray(b, float)[rows] * scale for b in bands[metric])
+    return lo, hi
+
+
+def _segments(x, y, band, along: str):
+    """Error-bar segments from band[0] to band[1] at each point with a finite band:
+    (xs, ys) with None between segments (plotly); along 'x' or 'y'."""
+    lo, hi = band
+    ok = np.flatnonzero(np.isfinite(lo) & np.isfinite(hi))
+    xs, ys = [], []
+    for i in ok:
+        if along == "y":
+            xs += [float(x[i]), float(x[i]), None]
+            ys += [float(lo[i]), float(hi[i]), None]
+        else:
+            xs += [float(lo[i]), float(hi[i]), None]
+            ys += [float(y[i]), float(y[i]), None]
+    return xs, ys
 
 
 # ----------------------------------------------------------------------------- matplotlib
@@ -304,6 +347,13 @@ def _mpl_panel(ax, p: Panel, handles: dict, mfig) -> None:
                 if s.hollow:
                     kw["alpha"] = 0.5
             h = ax.scatter(s.x, s.y, s=26, marker=m, linewidths=0.8, zorder=3, **kw)
+            ebar = dict(color=s.color or "#555555", lw=0.8, alpha=0.6, zorder=2)
+            if s.yband is not None:
+                f = np.isfinite(s.yband[0]) & np.isfinite(s.yband[1])
+                ax.vlines(s.x[f], s.yband[0][f], s.yband[1][f], **ebar)
+            if s.xband is not None:
+                f = np.isfinite(s.xband[0]) & np.isfinite(s.xband[1])
+                ax.hlines(s.y[f], s.xband[0][f], s.xband[1][f], **ebar)
             if s.cvalues is not None:
                 sc = h
         handles.setdefault(s.name, h)
@@ -416,6 +466,12 @@ def _plotly_panel(pf, go, p: Panel, r: int, c: int, shown: set) -> None:
         if s.cvalues is not None:
             mode, line = "markers", None
         pf.add_trace(go.Scatter(mode=mode, marker=marker, line=line, **common), row=r, col=c)
+        for band, along in ((s.yband, "y"), (s.xband, "x")):
+            if band is not None:
+                bx, by = _segments(s.x, s.y, band, along)
+                pf.add_trace(go.Scatter(x=bx, y=by, mode="lines", legendgroup=s.name, showlegend=False,
+                                        hoverinfo="skip", opacity=0.6,
+                                        line=dict(color=s.color or "#555555", width=1)), row=r, col=c)
     for y, label, col in p.hlines:
         pf.add_hline(y=y, line=dict(color=col, dash="dash"), annotation_text=label,
                      annotation_font_size=9, row=r, col=c)

@@ -31,10 +31,53 @@ def test_embodied_per_accelerator_within_cited_range():
     assert 318.0 <= per_acc <= 460.0
 
 
+# Luccioni et al. 2023 (arXiv:2211.02001; figures also in tests/validation/energy_runs.csv):
+# 1,082,990 GPU-hours; operational 24.69 t (dynamic: GPU-h x 400 W TDP = 433,196 kWh x 57 g)
+# + 14.6 t (idle / infrastructure: 256,646 kWh x 57 g); embodied amortised over a 6-year
+# replacement rate at 85 % use, per GPU 150 kg (card) + 2,500 kg / 8 (server without GPUs).
+BLOOM_GPU_HOURS = 1_082_990
+BLOOM_OPERATIONAL_KG = 24_690.0 + 14_600.0
+IN_USE_HOURS = 6 * 8760 * 0.85
+PER_GPU_KG = {"Chien et al. 2023": 318.0, "Luccioni et al. 2023": 150.0 + 2500.0 / 8}
+
+
+def cited_share_range() -> tuple[float, float]:
+    """Embodied share of BLOOM's training under Luccioni et al.'s accounting (their
+    operational emissions, their amortisation) with each cited per-GPU embodied figure
+    (servers + GPUs, no network or building): 16.4 % (Chien's 318 kg) to 22.2 % (Luccioni's
+    462.5 kg, which reproduces their 11.2 t of embodied emissions)."""
+    emb = {k: v * BLOOM_GPU_HOURS / IN_USE_HOURS for k, v in PER_GPU_KG.items()}
+    assert emb["Luccioni et al. 2023"] == pytest.approx(11_200, rel=0.01)      # their 11.2 t
+    shares = sorted(e / (e + BLOOM_OPERATIONAL_KG) for e in emb.values())
+    assert shares[-1] == pytest.approx(0.222, abs=0.001)                       # their 22.2 %
+    return shares[0], shares[-1]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "not met: under the study's conditions (57 g/kWh, 6 years at 85 % use, servers + GPUs) "
+    "lightpath's share is ~11 % against 16.4-22.2 %: its facility power is 1,021 W per GPU "
+    "(host 367 W = DGX A100 max power minus GPU TDP, network, PUE 1.2) against the study's "
+    "~636 W (400 W TDP + its idle/infrastructure estimate), and its host embodied figure "
+    "(LLMCarbon CPU, DRAM, SSD: 170 kg) leaves out chassis, PSUs and fans"))
+def test_embodied_share_like_for_like_with_bloom_study():
+    """The acceptance test (issue 14): BLOOM's reference design evaluated under Luccioni et
+    al.'s conditions (French grid 57 g/kWh, PUE 1.2, embodied amortised over 6 years at 85 %
+    use, i.e. over 5.1 in-use years; embodied boundary servers + GPUs, as theirs) lies in
+    the range the cited per-GPU figures give for this system (``cited_share_range``)."""
+    sc = _bloom()
+    sc["datacenter"]["lifetime_years"] = 6.0 * 0.85
+    ds = explore.evaluate(sc)
+    emb = float(ds["carbon_kg_embodied_accelerators"][0]) + float(ds["carbon_kg_embodied_hosts"][0])
+    share = emb / (emb + float(ds["carbon_kg_operational"][0]))
+    lo, hi = cited_share_range()
+    assert lo <= share <= hi, f"embodied share {share:.3f} outside {lo:.3f}-{hi:.3f}"
+
+
 def test_embodied_share_of_reference_design():
-    """Luccioni et al. give 22.2 % with measured idle power and an 85 %-utilisation
-    amortisation; with calendar-lifetime amortisation (as capex) and modelled facility power
-    lightpath must land in the same regime: between a third and 1.5x of it."""
+    """Coarse sanity bound only (the like-for-like test above is the acceptance test and
+    is not met): with calendar-lifetime amortisation (as capex), modelled facility power and
+    the network's embodied carbon included, the share is between a third and 1.5x of the
+    22.2 % Luccioni et al. report."""
     ds = explore.evaluate(_bloom())
     share = float(ds["embodied_carbon_share"][0])
     assert 0.222 / 3 <= share <= 0.222 * 1.5

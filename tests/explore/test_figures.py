@@ -54,6 +54,38 @@ def test_scatter_panel_groups_and_static_export(tmp_path):
     assert {t.type for t in fg.to_plotly(fg.Figure("t", "s", [p])).data} == {"scatter"}   # no WebGL
 
 
+def test_error_bars_span_the_bands_in_both_renderers(tmp_path):
+    """bands= gives the front points error bars from the lower to the upper value (human
+    units), NaN rows none; matplotlib draws them as line collections, plotly as segments."""
+    n = 12
+    t = np.linspace(1, 2, n) * 86400
+    c = np.linspace(2, 1, n) * 1e-6           # every design on the front
+    ds = xr.Dataset({"time_to_train_s": ("design", t), "cost_per_token_usd": ("design", c),
+                     "valid": ("design", np.ones(n, bool))})
+    lo, hi = c * 0.9, c * 1.2
+    lo[3] = hi[3] = np.nan
+    p = fg.scatter_panel(ds, "time_to_train_s", "cost_per_token_usd", fronts="all", zoom=0.01,
+                         bands={"cost_per_token_usd": (lo, hi), "time_to_train_s": (t * 0.95, t * 1.1)})
+    front = p.series[1]
+    order = np.argsort(t)
+    np.testing.assert_allclose(front.yband[0], lo[order] * 1e6)
+    np.testing.assert_allclose(front.xband[1], t[order] * 1.1 / 86400)
+    assert p.ylim[1] >= np.nanmax(hi) * 1e6 and p.xlim[0] <= t.min() * 0.95 / 86400   # bars inside
+    assert "band: 1.8 to 2.4 USD per million tokens" in front.text[0]
+    m = fg.to_matplotlib(fg.Figure("t", "", [p]))
+    from matplotlib.collections import LineCollection
+    segs = [seg for col in m.axes[0].collections if isinstance(col, LineCollection)
+            for seg in col.get_segments()]
+    ybars = sorted((float(sg[0, 1]), float(sg[1, 1])) for sg in segs if sg[0, 0] == sg[1, 0])
+    np.testing.assert_allclose(ybars, sorted(zip(np.delete(lo, 3) * 1e6, np.delete(hi, 3) * 1e6)))
+    assert len(segs) == 2 * n - 1                     # one y bar per finite band, one x bar each
+    import matplotlib.pyplot as plt
+    plt.close(m)
+    bars = [tr for tr in fg.to_plotly(fg.Figure("t", "", [p])).data if tr.mode == "lines"]
+    assert sum(v is not None for tr in bars for v in tr.y) == 2 * (2 * n - 1)
+    assert {tr.type for tr in bars} == {"scatter"}
+
+
 def test_cli_search_and_pareto_figures(tmp_path, capsys):
     from explore.cli.main import main
     space = "studies/spaces/codesign-gpt3-175b.toml"

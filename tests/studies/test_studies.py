@@ -49,7 +49,7 @@ def test_energy_breakdown_all_formats_and_finding(runs):
 
 
 def test_optical_scale_out(runs):
-    r = runs("optical-scale-out")
+    r = runs("optical-scale-out", ("png", "html"))
     ds, f, text = _reloaded(r, "optical-scale-out")
     assert len(f) == 2
     for job, q in f.items():
@@ -60,8 +60,53 @@ def test_optical_scale_out(runs):
         assert f"Energy ranking at each technology's best design: {' < '.join(q['ranking'])}." in text
         assert f"on {q['cpo_wins']} of {q['paired']} identical designs" in text
         for t, v in q["tech"].items():
-            assert f"| {t} | {num(v['best_energy_j'])} | {num(v['best_cost_usd'] * 1e6)} |" in text
+            lo, hi = v["energy_band_j"]
+            assert (f"| {t} | {num(v['best_energy_j'])} | {num(lo)} to {num(hi)} | "
+                    f"{num(v['best_cost_usd'] * 1e6)} |") in text
     assert "MoE job: skipped" in text
+
+
+def test_optical_scale_out_bands(runs):
+    """5-95 % bands over joint samples of the uncertain inputs, stored in the dataset for
+    every design on a technology's front: they bracket the deterministic value, have a
+    width, and the summary states whether the energy ranking survives, with the stored numbers."""
+    from studies.optical_scale_out import BAND_METRICS, front_designs
+    r = runs("optical-scale-out", ("png", "html"))
+    for ext in ("png", "html"):
+        assert (r["out"] / f"optical-scale-out.{ext}").stat().st_size > 5000
+    ds, f, text = _reloaded(r, "optical-scale-out")
+    n = int(ds.attrs["band_samples"])
+    assert n >= 16 and ds.sizes["sample"] == n
+    for job in f:
+        sub = ds.isel(design=np.flatnonzero(ds["job"].values == job))
+        rows = front_designs(sub)
+        assert len(rows) >= len(f[job]["tech"])
+        for m in BAND_METRICS:
+            v = sub[m].values[rows]
+            lo, mid, hi = (sub[f"{m}_{q}"].values[rows] for q in ("q05", "q50", "q95"))
+            assert np.isfinite(lo).all() and np.isfinite(hi).all(), m
+            assert np.all(lo <= v) and np.all(v <= hi), m
+            assert np.all(lo <= mid) and np.all(mid <= hi), m
+            assert np.all(hi - lo > 0.01 * v), m          # non-degenerate: wider than 1 %
+        # the stored quantiles are those of the stored samples
+        e = sub["energy_per_token_j_samples"].values[:, rows]
+        np.testing.assert_allclose(np.quantile(e, 0.95, axis=0), sub["energy_per_token_j_q95"].values[rows])
+        off = np.setdiff1d(np.arange(sub.sizes["design"]), rows)
+        assert np.isnan(sub["energy_per_token_j_q05"].values[off]).all()
+    for job, q in f.items():
+        u, p, c = q["uncertainty"], q["tech"]["pluggable"], q["tech"]["cpo"]
+        assert u["samples"] == n and 0 <= u["ranking_holds"] <= n
+        assert u["bands_overlap"] == (max(p["energy_band_j"][0], c["energy_band_j"][0])
+                                      <= min(p["energy_band_j"][1], c["energy_band_j"][1]))
+        assert (f"is {num(p['energy_band_j'][0])} to {num(p['energy_band_j'][1])} J with pluggables and "
+                f"{num(c['energy_band_j'][0])} to {num(c['energy_band_j'][1])} J with CPO: the bands "
+                f"{'overlap' if u['bands_overlap'] else 'do not overlap'}.") in text
+        assert f"in {u['cpo_wins']} of {n} samples (saving {pct(u['saving_q50'])}" in text
+        assert f"the whole ranking above holds in {u['ranking_holds']} of {n} samples" in text
+        assert u["ranking_holds"] <= min(k for *_, k in u["pairs"])   # all pairs hold => ranking holds
+        assert ", ".join(f"{a} < {b} {k}" for a, b, k in u["pairs"]) in text
+        # CPO's advantage is smaller than the band width, yet holds sample by sample
+        assert u["bands_overlap"] and u["cpo_wins"] == n and u["saving_q05"] > 0
 
 
 def test_reconfigurable_topology(runs):
