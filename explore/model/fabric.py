@@ -10,7 +10,8 @@ constants in ``hwmodels/catalog/collectives.toml``):
   slowest hop, min(scale-up, inner x the per-rank network share that
   ``topologies.placement.Placement`` gives the group under contention);
 * latency: a base per call plus one scale-up latency per intra-domain step and one
-  network latency per network step (ring), or per tree level (tree).
+  network latency per network step (ring), or per tree level (tree); the tree's bandwidth
+  carries NCCL's size-dependent correction factor.
 
 On torus families the scale-out part runs dimension by dimension on the torus rings
 (``Placement.outer_reduce_scatter``) after a reduce-scatter inside the domain.
@@ -45,6 +46,7 @@ class Fabric:
         self.base = float(lib["base_latency_s"])
         self.tree_factor = float(lib["tree_bandwidth_factor"])
         self.plateau = float(lib["ring_latency_plateau"])
+        self.tree_correction = np.asarray(lib["tree_correction"], dtype=float)
         self.su_bw = s.su_bandwidth_bps * c.link_efficiency
         self.su_lat = s.su_latency_s
         self.so_lat = s.so_latency_s
@@ -81,7 +83,7 @@ class Fabric:
                              all_reduce, self.plateau)
         if all_reduce:
             tree = coll.nccl_tree_all_reduce_s(size_bytes, n, outer, bus, self.su_lat, self.so_lat,
-                                               self.base, self.tree_factor)
+                                               self.base, self.tree_factor, self.tree_correction)
             t = np.minimum(t, tree)
         if self.place.any_torus:
             t = np.where(self.place.is_torus() & (outer > 1), self._torus(size_bytes, stride, n, all_reduce), t)
