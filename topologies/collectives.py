@@ -127,7 +127,8 @@ def bisection_all_to_all_s(size_bytes, n, injection_bps, bisection_bps_per_rank,
 # (nNodes-1) resp. 2(nNodes-1) cross the network; latency = base + intra-node steps x intra
 # latency + network steps x network latency (x a plateau factor for large multi-node
 # all-reduces). The double binary tree (all-reduce only) pays base + 2((n/nNodes - 1) intra +
-# log2(nNodes) net) at half the tree's bus bandwidth. Bandwidth: ring time = steps/n x S / busbw.
+# log2(nNodes) net) at half the tree's bus bandwidth, times NCCL's size-dependent tree
+# correction factor. Bandwidth: ring time = steps/n x S / busbw.
 
 def ring_steps(n, all_reduce):
     """Ring steps of a collective over n ranks: n-1, or 2(n-1) for an all-reduce."""
@@ -160,11 +161,24 @@ def nccl_ring_s(size_bytes, n, nodes, bus_bw_bps, lat_intra_s, lat_net_s, base_s
     return np.where(n > 1, t, 0.0)
 
 
-def nccl_tree_all_reduce_s(size_bytes, n, nodes, bus_bw_bps, lat_intra_s, lat_net_s, base_s, tree_factor):
-    """Double binary tree all-reduce: latency + S / (tree_factor x busbw / 2)."""
+def tree_correction(size_bytes, table):
+    """NCCL's tree all-reduce bandwidth multiplier by message size: ``table[log2(S / 64)]``
+    inside the table, 1 beyond it (NVIDIA/nccl:src/graph/tuning.cc, treeCorrectionFactor;
+    ``table`` is the catalog's ``tree_correction``)."""
+    table = np.asarray(table, dtype=float)
+    idx = np.floor(np.log2(np.maximum(np.asarray(size_bytes, dtype=float) / 64.0, 1.0))).astype(int)
+    return np.where(idx < table.size, table[np.clip(idx, 0, table.size - 1)], 1.0)
+
+
+def nccl_tree_all_reduce_s(size_bytes, n, nodes, bus_bw_bps, lat_intra_s, lat_net_s, base_s, tree_factor,
+                           correction=None):
+    """Double binary tree all-reduce: latency + S / (tree_factor x busbw x correction(S) / 2);
+    ``correction``: NCCL's size-dependent table (``tree_correction``), None = 1."""
     n = np.asarray(n, dtype=float)
-    t = (tree_latency_s(n, nodes, lat_intra_s, lat_net_s, base_s)
-         + 2.0 * _beta(size_bytes, tree_factor * np.asarray(bus_bw_bps, dtype=float)))
+    bw = tree_factor * np.asarray(bus_bw_bps, dtype=float)
+    if correction is not None:
+        bw = bw * tree_correction(size_bytes, correction)
+    t = tree_latency_s(n, nodes, lat_intra_s, lat_net_s, base_s) + 2.0 * _beta(size_bytes, bw)
     return np.where(n > 1, t, 0.0)
 
 

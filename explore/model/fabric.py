@@ -10,7 +10,12 @@ constants in ``hwmodels/catalog/collectives.toml``):
   slowest hop, min(scale-up, inner x the per-rank network share that
   ``topologies.placement.Placement`` gives the group under contention);
 * latency: a base per call plus one scale-up latency per intra-domain step and one
-  network latency per network step (ring), or per tree level (tree).
+  network latency per network step (ring), or per tree level (tree); the tree's bandwidth
+  carries NCCL's size-dependent correction factor;
+* an all-reduce over exactly two domains of a scale-up with in-switch reduction (NVLink
+  SHARP) runs NCCL's NVLS tree, which crosses the network once per byte: its tree's network
+  bound is twice the NIC share (NVIDIA/nccl:src/graph/tuning.cc, NVLSTree interBw x 2 at
+  <= 2 nodes).
 
 On torus families the scale-out part runs dimension by dimension on the torus rings
 (``Placement.outer_reduce_scatter``) after a reduce-scatter inside the domain.
@@ -45,8 +50,10 @@ class Fabric:
         self.base = float(lib["base_latency_s"])
         self.tree_factor = float(lib["tree_bandwidth_factor"])
         self.plateau = float(lib["ring_latency_plateau"])
+        self.tree_correction = np.asarray(lib["tree_correction"], dtype=float)
         self.su_bw = s.su_bandwidth_bps * c.link_efficiency
         self.su_lat = s.su_latency_s
+        self.nvls = np.asarray(s.su_in_switch_reduction, dtype=float) > 0
         self.so_lat = s.so_latency_s
         self.domain = s.su_size
         self._cache = {}
@@ -64,8 +71,10 @@ class Fabric:
         inner, outer = group_span(stride, n, self.domain)
         net = self.place.switched_bw(stride, n)
         bus = np.where(outer > 1, np.minimum(self.su_bw, inner * net), self.su_bw)
-        self._cache[key] = (stride, n, (inner, outer, bus))
-        return inner, outer, bus
+        # NVLS tree on two domains: each byte crosses the network once (twice on a tree/ring)
+        tree_bus = np.where(self.nvls & (outer == 2), np.minimum(self.su_bw, 2.0 * inner * net), bus)
+        self._cache[key] = (stride, n, (inner, outer, bus, tree_bus))
+        return inner, outer, bus, tree_bus
 
     def _torus(self, size_bytes, stride, n, all_reduce):
         inner, outer = group_span(stride, n, self.domain)
@@ -75,13 +84,13 @@ class Fabric:
         return self.base + k * (t_in + t_out)
 
     def _call(self, size_bytes, stride, n, all_reduce):
-        inner, outer, bus = self._bus(stride, n)
+        inner, outer, bus, tree_bus = self._bus(stride, n)
         n = np.asarray(n, dtype=float)
         t = coll.nccl_ring_s(size_bytes, n, outer, bus, self.su_lat, self.so_lat, self.base,
                              all_reduce, self.plateau)
         if all_reduce:
-            tree = coll.nccl_tree_all_reduce_s(size_bytes, n, outer, bus, self.su_lat, self.so_lat,
-                                               self.base, self.tree_factor)
+            tree = coll.nccl_tree_all_reduce_s(size_bytes, n, outer, tree_bus, self.su_lat, self.so_lat,
+                                               self.base, self.tree_factor, self.tree_correction)
             t = np.minimum(t, tree)
         if self.place.any_torus:
             t = np.where(self.place.is_torus() & (outer > 1), self._torus(size_bytes, stride, n, all_reduce), t)

@@ -14,7 +14,7 @@ from explore.model.cardinality import fit
 from explore.scenario import ACCEL_EXTRA_FIELDS, ACCEL_FIELDS
 from hwmodels import package as hw_package
 from hwmodels.codes import codes as hw_codes
-from hwmodels.parts import lookup, part_ids
+from hwmodels.parts import get_part, lookup, part_ids
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,7 @@ class SystemSpec:
     network: object | None = None                # topologies.network.NetworkSpec (the step model requires it)
     interruptions_given: np.ndarray = False      # issue 11: an all-cause rate per device was given explicitly
     matmul_peak_fraction: np.ndarray = 1.0       # measured max achievable matmul FLOP/s / dense peak
+    su_in_switch_reduction: np.ndarray = 0.0     # 1: the scale-up switch reduces (NVLink SHARP), 0: no
 
 
 def accelerator_arrays(r) -> dict[str, np.ndarray]:
@@ -165,6 +166,14 @@ def _link(r, table: str):
             lookup("links", ids, "cost_usd"))
 
 
+def in_switch_reduction(ids) -> np.ndarray:
+    """1 where the scale-up link's switch reduces in the network (catalog ``in_switch_reduction``,
+    NVLink SHARP), else 0 (links without the field)."""
+    uniq, inv = np.unique(np.asarray(ids).astype(str), return_inverse=True)
+    vals = np.array([float(get_part("links", u).get("in_switch_reduction", 0.0)) for u in uniq])
+    return vals[inv].reshape(np.shape(ids))
+
+
 def build_system(r) -> SystemSpec:
     v = r.values
     n = r.n
@@ -213,6 +222,7 @@ def build_system(r) -> SystemSpec:
     ids = v.get("system.accelerator")
     kw["matmul_peak_fraction"] = (lookup("accelerators", ids, "matmul_peak_fraction") if ids is not None
                                   else lookup("accelerators", np.array(["h100-sxm-80gb"]), "matmul_peak_fraction"))
+    kw["su_in_switch_reduction"] = in_switch_reduction(v["system.scale_up.link"])
     return SystemSpec(**{k: fit(a, n, float) for k, a in kw.items()},
                       accelerator_parts=parts, network=network_spec(r))
 

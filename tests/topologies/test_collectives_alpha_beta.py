@@ -35,3 +35,23 @@ def test_broadcasts_over_arrays():
     p = np.array([1, 2, 4, 8])
     out = c.all_reduce_s(1e9, p, 8e9, 0.0)
     assert out.shape == (4,) and out[0] == 0 and np.all(np.diff(out) > 0)
+
+
+def test_tree_correction_reads_nccls_table_by_log2_of_size_over_64_bytes():
+    """NVIDIA/nccl:src/graph/tuning.cc treeCorrectionFactor[Simple]: 1 MiB = 64 B x 2^14 -> index 14
+    (0.5), 4 MiB -> 16 (0.7), 256 MiB -> 22 (0.9); 512 MiB (index 23) and up: no correction;
+    3 MiB takes the lower index (15: 0.6, as NCCL's integer log2i); below 64 B index 0."""
+    from hwmodels import get_part
+    from topologies.collectives import tree_correction
+    table = get_part("collectives", "nccl")["tree_correction"]
+    sizes = np.array([2.0 ** 20, 3 * 2.0 ** 20, 2.0 ** 22, 2.0 ** 28, 2.0 ** 29, 2.0 ** 33, 8.0])
+    assert tree_correction(sizes, table) == pytest.approx([0.5, 0.6, 0.7, 0.9, 1.0, 1.0, 0.9])
+
+
+def test_tree_all_reduce_bandwidth_term_divides_by_the_correction():
+    from topologies.collectives import nccl_tree_all_reduce_s
+    args = (2.0 ** 22, 32.0, 4.0, 1e12, 0.0, 0.0, 0.0, 1.0)
+    plain = nccl_tree_all_reduce_s(*args)
+    corrected = nccl_tree_all_reduce_s(*args, correction=[0.7] * 23)
+    assert corrected == pytest.approx(plain / 0.7)
+    assert plain == pytest.approx(2 * 2.0 ** 22 * 8 / 1e12)
