@@ -263,10 +263,12 @@ def network_spec(r):
     # inside one domain, or a pipeline whose stages share a domain, asks for none
     # (hierarchical reduction: a node sends its gradient shard once, (outer-1)/outer of it, whatever
     # its size; every device of a node has its own pipeline peer outside it)
+    # (the gradient ring runs over the dp * cp ranks of a stage, tp apart: step.py)
     from topologies.placement import group_span
-    _, dp_outer = group_span(tp, dp, su)
+    cp = f("parallelism.cp")
+    _, dp_outer = group_span(tp, dp * cp, su)
     dp_node = dp_b * (dp_outer - 1.0) / dp_outer
-    pp_node = np.where(tp * dp >= su, pp_b * su, 0.0)
+    pp_node = np.where(tp * cp * dp >= su, pp_b * su, 0.0)
     policy = net.codes(fit(v[so + "reconfiguration"], n), reconfig.POLICIES)
     steps = f("training.tokens") / (gb * seq)
     tr = v.get(so + "transceiver")
