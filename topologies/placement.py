@@ -74,8 +74,8 @@ class Placement:
     def switched_bw(self, stride, n, p2p=False, all_to_all=False):
         """Per-rank bandwidth of a group on the packet-switched families (and OCS circuits).
 
-        ``all_to_all``: every rank sends to every other, so above the leaf the group gets the
-        uplinks' 1/o of the down-link rate (the bisection); rings (the default) send one
+        ``all_to_all``: every rank sends to every other, so the share of its bytes that leaves
+        its leaf shares the uplinks' 1/o of the down-link rate (the bisection); rings (the default) send one
         stream per leaf upward and keep more of it (below)."""
         stride = np.asarray(stride, dtype=float)
         span_devices = np.minimum(stride * n, self.devices)
@@ -92,7 +92,10 @@ class Placement:
         per_leaf = np.clip(leaf_devices / stride, 1.0, np.maximum(n, 1.0))
         cross = self.bw * np.minimum(1.0, per_leaf / self.o)
         if all_to_all:
-            cross = self.bw / self.o
+            # every rank sends 1 - q of its bytes off its leaf (q: the group's share under one leaf);
+            # a full leaf's uplinks carry 1/o of its down-link rate: rate / max(1, o (1 - q))
+            off_leaf = 1.0 - per_leaf / np.maximum(n, 1.0)
+            cross = self.bw / np.maximum(1.0, self.o * off_leaf)
         f = self.f
         fams = self.families
         if fams == {FAT_TREE}:                     # the common case: one family, one expression

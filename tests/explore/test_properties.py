@@ -120,7 +120,9 @@ from explore.scenario import SCALE_OUT_TOPOLOGIES  # noqa: E402
 SCALE_UP_LINK = {"a100-sxm-80gb": "nvlink3", "h100-sxm-80gb": "nvlink4", "b200": "nvlink5"}
 SCALE_OUT_LINK = {"a100-sxm-80gb": "ib-hdr-200", "h100-sxm-80gb": "ib-ndr-400", "b200": "ib-ndr-400"}
 MODELS = {"gpt3-175b": {}, "mixtral-8x7b": {"seq_len": 4096}}   # dense and MoE (ep > 1)
-MORE = ("scale_up_bandwidth", "scale_out_bandwidth", "nics_per_device", "scale_up_size")
+MORE = ("scale_up_bandwidth", "scale_out_bandwidth", "nics_per_device")
+# A larger scale-up domain is NOT yet monotone: two known mechanisms, pinned below as strict
+# xfails (test_larger_scale_up_domain_*), so the general property leaves that knob out.
 WORSE = ("oversubscription", "scale_up_latency", "scale_out_latency", "ocs_reconfig")
 
 
@@ -232,12 +234,22 @@ def _cp_ocs_reconfigurable():
             so + "reconfiguration": "per-job", so + "ocs_reconfig_s": 1e-6}
 
 
+def _moe_a2a_two_leaves():
+    """Found by this test: an expert all-to-all (ep 8, tp 8: 64 devices) under one leaf with half a
+    NIC per device spills just past one leaf with one NIC per device; every byte was charged at the
+    uplinks' 1/o (o = 4) although only the off-leaf share crosses them: twice the NICs, 12 % slower."""
+    p, so, su = "parallelism.", "system.scale_out.", "system.scale_up."
+    return {**_cp_ocs_reconfigurable(), p + "tp": 8, p + "dp": 16, p + "cp": 1, p + "ep": 8,
+            "training.global_batch": 64, "system.devices": 128, so + "topology": "fat-tree",
+            so + "oversubscription": 4.0}
+
+
 NET_SETTINGS = settings(max_examples=24, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @NET_SETTINGS
 @given(designs(), st.floats(1.01, 10.0))
-@example(("gpt3-175b", [_cp_ocs_reconfigurable()]), 2.0)
+@example(("mixtral-8x7b", [_moe_a2a_two_leaves()]), 2.0)
 def test_network_resources_move_step_time_one_way(model_rows, factor):
     model, rows = model_rows
     assert _check_network(model, rows, factor) > 0 or len(rows) < 8
@@ -249,3 +261,48 @@ def test_network_resources_move_step_time_one_way(model_rows, factor):
 def test_network_resources_move_step_time_one_way_randomized(model_rows, factor):
     model, rows = model_rows
     _check_network(model, rows, factor)
+
+
+def _su_pair(model, row):
+    """Step times of ``row`` and of ``row`` with a scale-up domain twice as large."""
+    t = _evaluate_rows(model, [row, _perturb(row, "scale_up_size", 2.0)])["step_time_s"].values
+    return t[0], t[1]
+
+
+@pytest.mark.xfail(strict=True, reason="known: NCCL tree all-reduce chains the ranks of a node "
+                   "(collectives.tree_latency_s: (n/nodes - 1) intra-node hops), so a larger domain "
+                   "lengthens a latency-bound gradient all-reduce; the model has no NVLS/alternative")
+def test_larger_scale_up_domain_tree_chain():
+    p, so, su = "parallelism.", "system.scale_out.", "system.scale_up."
+    row = {**_cp_ocs_reconfigurable(), p + "tp": 2, p + "pp": 2, p + "dp": 64, p + "cp": 2,
+           p + "virtual_stages": 2, p + "recompute": "selective", p + "sequence_parallel": True,
+           p + "overlap_grad_reduce": True, p + "overlap_param_gather": True, p + "overlap_moe_comm": True,
+           p + "moe_dispatcher": "deepep", "training.global_batch": 1024, "training.flash_attention": True,
+           "system.devices": 512, "system.accelerator": "b200", su + "size": 16, su + "link": "nvlink5",
+           su + "bandwidth_bps": 7.2e12, so + "topology": "fat-tree", so + "link": "ib-ndr-400",
+           so + "bandwidth_bps": 400e9, so + "nics_per_device": 2.0, so + "oversubscription": 2.0}
+    a, b = _su_pair("mixtral-8x7b", row)
+    assert b <= a * (1 + 1e-9), (a, b)
+
+
+@pytest.mark.xfail(strict=True, reason="known: ocs-reconfigurable splits a node's ports greedily by "
+                   "planned bytes (reconfig.class_ports); with twice the ports the pipeline chains "
+                   "may get a smaller share per device, while the step sums the phases' times")
+def test_larger_scale_up_domain_ocs_port_split():
+    p, so, su = "parallelism.", "system.scale_out.", "system.scale_up."
+    row = {**_cp_ocs_reconfigurable(), p + "tp": 1, p + "pp": 4, p + "dp": 16, p + "cp": 1, p + "ep": 8,
+           p + "microbatch": 2, p + "zero": 2, p + "recompute": "selective", p + "overlap_param_gather": True,
+           p + "overlap_tp_comm": True, p + "overlap_moe_comm": True, p + "grad_reduce_bytes": 4,
+           "training.global_batch": 32, "training.flash_attention": True, "system.devices": 64,
+           "system.accelerator": "b200", su + "size": 4, su + "link": "nvlink5", su + "bandwidth_bps": 7.2e12,
+           so + "link": "ib-ndr-400", so + "bandwidth_bps": 400e9, so + "nics_per_device": 2.0,
+           so + "oversubscription": 2.0, so + "cube_dim": 4, so + "reconfiguration": "per-step",
+           so + "ocs_reconfig_s": 1.0}
+    a, b = _su_pair("mixtral-8x7b", row)
+    assert b <= a * (1 + 1e-9), (a, b)
+
+
+def test_context_parallel_gradient_ring_gets_circuits():
+    """The design of _cp_ocs_reconfigurable (cp 2): doubling the scale-up domain no longer slows it."""
+    a, b = _su_pair("gpt3-175b", _cp_ocs_reconfigurable())
+    assert b <= a, (a, b)
