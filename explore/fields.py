@@ -106,6 +106,9 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "optimizer_moments": Field("choice", "fp32", choices=("fp32", "bf16"),
                                    doc="Adam m and v precision (DeepSeek-V3: bf16)"),
         "fp8_dispatch": Field("bool", False, doc="MoE dispatch all-to-all in FP8 (DeepSeek-V3); combine stays BF16"),
+        "loss": Field("choice", "fused", choices=("fused", "unfused"),
+                      doc="cross-entropy: fused (Megatron's vocab-parallel loss, fp32 logits once) or unfused "
+                          "(PyTorch cross_entropy on upcast 16-bit logits: 14 B per logit at its peak)"),
     },
     "parallelism": {
         "tp": Field("int", 1, lo=1),

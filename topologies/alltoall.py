@@ -12,7 +12,7 @@ where B is the rank's scale-out injection bandwidth and F the bisection factor o
 the network family (the ratio of the bisection time to the injection time):
 
 * fat-tree / rail-optimized / dragonfly: the per-rank rate the group gets in
-  ``Placement.switched_bw`` (1/o above the leaf when oversubscribed; the
+  ``Placement.switched_bw`` (the off-leaf share 1 - q of the bytes at 1/o when oversubscribed; the
   dragonfly's global-link share across groups). Rail-optimized networks reach
   other rails through the scale-up domain (PXN), so a2a is treated like a fat-tree.
 * torus / ocs-torus: on a ring of k nodes every node sends S/k to each node over

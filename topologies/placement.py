@@ -74,8 +74,8 @@ class Placement:
     def switched_bw(self, stride, n, p2p=False, all_to_all=False):
         """Per-rank bandwidth of a group on the packet-switched families (and OCS circuits).
 
-        ``all_to_all``: every rank sends to every other, so above the leaf the group gets the
-        uplinks' 1/o of the down-link rate (the bisection); rings (the default) send one
+        ``all_to_all``: every rank sends to every other, so the share of its bytes that leaves
+        its leaf shares the uplinks' 1/o of the down-link rate (the bisection); rings (the default) send one
         stream per leaf upward and keep more of it (below)."""
         stride = np.asarray(stride, dtype=float)
         span_devices = np.minimum(stride * n, self.devices)
@@ -92,13 +92,24 @@ class Placement:
         per_leaf = np.clip(leaf_devices / stride, 1.0, np.maximum(n, 1.0))
         cross = self.bw * np.minimum(1.0, per_leaf / self.o)
         if all_to_all:
-            cross = self.bw / self.o
+            # the share of a leaf's a2a bytes that leaves it, at the worst leaf of an unaligned layout
+            # (groups of S devices, leaves of D): a group cut in half at a leaf edge. S >= D: the
+            # leaf holds two half-spans, 1 - D / (2 S) of its bytes leave; S < D: two cut groups at
+            # its edges, S / (2 D). The uplinks carry 1/o of the leaf's rate: rate / max(1, o x share)
+            r = span_devices / leaf_devices
+            off_leaf = np.where(r >= 1.0, 1.0 - 0.5 / np.maximum(r, 1.0), 0.5 * r)
+            off_leaf = np.where(self.devices <= leaf_devices, 0.0, off_leaf)   # one leaf: nothing leaves
+            return self._by_family(self.bw / np.maximum(1.0, self.o * off_leaf), rail_local, ports, p2p)
+        return self._by_family(np.where(in_leaf, self.bw, cross), in_leaf | rail_local, ports, p2p)
+
+    def _by_family(self, ft, rail_ok, ports, p2p):
+        """Per-family rate from the fat-tree's ``ft``: rail-optimized at full rate where ``rail_ok``,
+        dragonfly by its group, OCS circuits by the plan's ports, tori (handled elsewhere) at 1/o."""
         f = self.f
         fams = self.families
         if fams == {FAT_TREE}:                     # the common case: one family, one expression
-            return np.where(in_leaf, self.bw, cross)
-        ft = np.where(in_leaf, self.bw, cross)
-        rail = np.where(in_leaf | rail_local, self.bw, cross) if RAIL in fams else ft
+            return ft
+        rail = np.where(rail_ok, self.bw, ft) if RAIL in fams else ft
         df = np.where(ports <= self.df_group, self.bw, self.bw * self.df_factor) if DRAGONFLY in fams else ft
         ocs = self.reconf_pp_bw if p2p else self.reconf_dp_bw
         return np.select([f == FAT_TREE, f == RAIL, f == DRAGONFLY, f == OCS_RECONF], [ft, rail, df, ocs],

@@ -85,12 +85,15 @@ def reconfigurations_per_step(policy_code, steps_per_job):
 
 
 def plan_traffic_bytes(layers, hidden, seq_len, microbatch, microbatches, tp, pp, virtual_stages,
-                       grad_bytes):
-    """Scale-out bytes per device per step that circuits are planned for (an estimate, 12 L h^2 params):
+                       grad_bytes, layer_params=None):
+    """Scale-out bytes per device per step that circuits are planned for (P = layer_params per
+    layer; default 12 h^2, a dense 4h-MLP layer):
 
-    gradient ring:  2 * grad_bytes * 12 L h^2 / (tp pp)   (reduce-scatter + all-gather, ~2x the shard data)
+    gradient ring:  2 * grad_bytes * L P / (tp pp)   (reduce-scatter + all-gather, ~2x the shard data)
     pipeline, each way: 2 * b s h / tp per microbatch and model chunk (16-bit activations / gradients)."""
-    params_dev = 12.0 * np.asarray(layers, float) * np.asarray(hidden, float) ** 2 / (tp * pp)
+    hidden = np.asarray(hidden, float)
+    per_layer = 12.0 * hidden ** 2 if layer_params is None else np.asarray(layer_params, float)
+    params_dev = np.asarray(layers, float) * per_layer / (tp * pp)
     dp_bytes = 2.0 * grad_bytes * params_dev
     pp_bytes = np.where(pp > 1, 2.0 * microbatch * seq_len * hidden / tp * microbatches * virtual_stages, 0.0)
     return dp_bytes, pp_bytes

@@ -26,6 +26,12 @@ from explore.model import calibration as cal
 WEIGHT_BYTES = 2.0
 GRAD_BYTES = 4.0
 ADAM_BYTES = 12.0
+LOGIT_BYTES = {"fused": 4.0, "unfused": 14.0}
+"""Bytes per logit (token x vocabulary / tp) at the loss's peak. fused: Megatron's vocab-parallel
+cross-entropy holds the fp32 logits once and computes the gradient in place. unfused (PyTorch
+``cross_entropy(logits.float(), ...)``, torchtitan 2024; estimate by counting the tensors alive in
+log_softmax's backward): the 16-bit logits (2) kept by the caller, the saved fp32 log-softmax
+output (4), its incoming fp32 gradient (4) and the fp32 gradient it returns (4) = 14."""
 
 
 def stage_layout(layers, p):
@@ -62,14 +68,15 @@ def state_bytes(params, zero, dp, replica=None, bytes_per_param=(WEIGHT_BYTES, G
 
 def peak_memory(act_layer, layer_params, emb_params, logits_bytes, layers, p, v, mb, zero, dp, untied,
                 layer_replica=None, shard_ranks=None,
-                bytes_per_param=(WEIGHT_BYTES, GRAD_BYTES, ADAM_BYTES)):
+                bytes_per_param=(WEIGHT_BYTES, GRAD_BYTES, ADAM_BYTES), work_bytes=0.0):
     """Peak bytes per device over the first, a full middle and the last stage, and its parts
     (weights, gradients, optimizer, activations) on the peak stage.
 
     ``layer_replica`` (default ``layer_params``): a layer's parameters before expert parallelism
     splits the routed experts, which ZeRO shards over ``shard_ranks`` (default ``dp``; dp*cp with
     context parallelism); ``bytes_per_param``: (weight, gradient, optimizer) bytes of the
-    precision recipe."""
+    precision recipe; ``work_bytes``: activations of the one layer being recomputed in the backward
+    pass under full recompute (its stored input alone is ``act_layer``), held on top of the stored ones."""
     layer_replica = layer_params if layer_replica is None else layer_replica
     shard_ranks = dp if shard_ranks is None else shard_ranks
     first, full, last = stage_layout(layers, p)
@@ -80,9 +87,9 @@ def peak_memory(act_layer, layer_params, emb_params, logits_bytes, layers, p, v,
     p_mid = full * layer_params
     p_last = last * layer_params + emb_params
     r_first, r_mid, r_last = first * layer_replica + extra_first, full * layer_replica, last * layer_replica + emb_params
-    a_first = act_layer * first * in_flight(p, v, mb, 0.0) + np.where(single, logits_bytes, 0.0)
-    a_mid = np.where(p > 2, act_layer * full * in_flight(p, v, mb, 1.0), 0.0)
-    a_last = act_layer * last * in_flight(p, v, mb, p - 1.0) + logits_bytes
+    a_first = act_layer * first * in_flight(p, v, mb, 0.0) + np.where(single, logits_bytes, 0.0) + work_bytes
+    a_mid = np.where(p > 2, act_layer * full * in_flight(p, v, mb, 1.0) + work_bytes, 0.0)
+    a_last = act_layer * last * in_flight(p, v, mb, p - 1.0) + logits_bytes + work_bytes
     parts = []
     for params, replica, act in ((p_first, r_first, a_first), (p_mid, r_mid, a_mid), (p_last, r_last, a_last)):
         w, g, o = state_bytes(params, zero, shard_ranks, replica, bytes_per_param)

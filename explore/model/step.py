@@ -264,11 +264,14 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
 
     # --- memory per device (bytes): peak over the first, a full middle and the last stage
     act_layer = activation_bytes_per_layer(m, b / cp, t, sp, plan.recompute, flash)  # issue 11: s/cp tokens
+    # full recompute: the layer being recomputed holds its activations (as without recompute, minus s^2
+    # scores: selective's count) on top of the stored layer inputs
+    work = np.where(plan.recompute == 2, activation_bytes_per_layer(m, b / cp, t, sp, 1, flash), 0.0)
     mem_parts = memory.peak_memory(act_layer, layer_params(m) / t - expert_total * expert_shard, emb / t,
-                                   4.0 * tokens_mb * m.vocab / t, m.layers, p, v, mb, zero, dp, untied,
+                                   recipe.logit_bytes * tokens_mb * m.vocab / t, m.layers, p, v, mb, zero, dp, untied,
                                    layer_replica=layer_params(m) / t, shard_ranks=dpc,
                                    bytes_per_param=(recipe.weight_bytes, recipe.grad_bytes,
-                                                    recipe.optimizer_bytes))
+                                                    recipe.optimizer_bytes), work_bytes=work)
     mem = mem_parts["total"]
 
     # --- FLOPs actually executed per device per step (hardware FLOPs, incl. recompute)

@@ -266,17 +266,22 @@ def network_spec(r):
         np.floor(devices / (tp * pp * f("parallelism.cp"))), 1.0)  # issue 11: cp ranks
     mbs = f("parallelism.microbatch")
     gb, seq = f("training.global_batch"), f("model.seq_len")
+    # the gradient ring is planned for the model's real layer (gated MLP, MoE experts), as step.py reduces it
+    from explore.model.workload import ModelSpec, layer_params
     dp_b, pp_b = reconfig.plan_traffic_bytes(f("model.layers"), f("model.hidden"), seq, mbs,
                                              np.maximum(gb / (dp * mbs), 1.0), tp, pp,
-                                             f("parallelism.virtual_stages"), f("parallelism.grad_reduce_bytes"))
+                                             f("parallelism.virtual_stages"), f("parallelism.grad_reduce_bytes"),
+                                             fit(layer_params(ModelSpec.from_resolved(r)), n, float))
     # circuits are planned for the traffic that leaves a scale-up node: a data-parallel group
     # inside one domain, or a pipeline whose stages share a domain, asks for none
-    # (hierarchical reduction: a node sends its gradient shard once, (outer-1)/outer of it, whatever
-    # its size; every device of a node has its own pipeline peer outside it)
+    # (hierarchical reduction: a node sends each group's gradient shard once, (outer-1)/outer of it,
+    # for each of the su / inner groups it holds; every device of a node has its own pipeline
+    # peer outside it). The gradient ring runs over the dp * cp ranks of a stage, tp apart (step.py).
     from topologies.placement import group_span
-    _, dp_outer = group_span(tp, dp, su)
-    dp_node = dp_b * (dp_outer - 1.0) / dp_outer
-    pp_node = np.where(tp * dp >= su, pp_b * su, 0.0)
+    cp = f("parallelism.cp")
+    dp_inner, dp_outer = group_span(tp, dp * cp, su)
+    dp_node = dp_b * (su / dp_inner) * (dp_outer - 1.0) / dp_outer
+    pp_node = np.where(tp * cp * dp >= su, pp_b * su, 0.0)
     policy = net.codes(fit(v[so + "reconfiguration"], n), reconfig.POLICIES)
     steps = f("training.tokens") / (gb * seq)
     tr = v.get(so + "transceiver")

@@ -97,3 +97,212 @@ def test_batch_equals_one_at_a_time(scs):
             np.testing.assert_allclose(ds[m].values[i].astype(float), one[m].values[0].astype(float),
                                        rtol=1e-12, equal_nan=True)
         assert ds["reason"].values[i] == one["reason"].values[0]
+
+
+# --------------------------------------------------------------------------------------------
+# Network monotonicity over every scale-out family and every plan knob (issue 10).
+#
+# A design is drawn with every plan knob (tp, pp, dp, cp, ep on a MoE model, microbatch,
+# virtual stages, ZeRO 0-3, recompute, sequence parallelism, every overlap flag, dispatcher)
+# and every scale-out family with its own settings (torus cube edge, OCS reconfiguration policy
+# and time). Each design is then perturbed in one network resource: more of a bandwidth (scale-up
+# or scale-out bandwidth_bps, nics_per_device, scale-up domain size) must never lengthen a step;
+# more oversubscription or latency (scale-up, scale-out, OCS reconfiguration) must never shorten
+# it. All variants of all designs of one example are one batched evaluate call. Figures are read
+# with keep_invalid=True (designs that do not fit in memory still have a step time); designs that
+# break a plan rule have NaN figures and are skipped in the arm where they do.
+# --------------------------------------------------------------------------------------------
+import pytest  # noqa: E402
+from hypothesis import example  # noqa: E402
+from hwmodels import get_part  # noqa: E402
+from explore.scenario import SCALE_OUT_TOPOLOGIES  # noqa: E402
+
+SCALE_UP_LINK = {"a100-sxm-80gb": "nvlink3", "h100-sxm-80gb": "nvlink4", "b200": "nvlink5"}
+SCALE_OUT_LINK = {"a100-sxm-80gb": "ib-hdr-200", "h100-sxm-80gb": "ib-ndr-400", "b200": "ib-ndr-400"}
+MODELS = {"gpt3-175b": {}, "mixtral-8x7b": {"seq_len": 4096}}   # dense and MoE (ep > 1)
+MORE = ("scale_up_bandwidth", "scale_out_bandwidth", "nics_per_device")
+# A larger scale-up domain is NOT yet monotone: two known mechanisms, pinned below as strict
+# xfails (test_larger_scale_up_domain_*), so the general property leaves that knob out.
+WORSE = ("oversubscription", "scale_up_latency", "scale_out_latency", "ocs_reconfig")
+
+
+@st.composite
+def net_rows(draw, moe):
+    """One design as flat {"table.key": value}: every plan knob and every network family."""
+    tp = draw(st.sampled_from([1, 2, 4, 8]))
+    pp = draw(st.sampled_from([1, 2, 4, 8]))
+    cp = draw(st.sampled_from([1, 2]))
+    dp = draw(st.sampled_from([1, 2, 4, 16, 64]))
+    ep = draw(st.sampled_from([e for e in (1, 2, 4, 8) if (dp * cp) % e == 0])) if moe else 1
+    mb = draw(st.sampled_from([1, 2]))
+    nmb = draw(st.sampled_from([1, 4, 16]))
+    vp = draw(st.sampled_from([1, 2])) if pp > 1 and nmb % pp == 0 else 1
+    acc = draw(st.sampled_from(sorted(SCALE_UP_LINK)))
+    family = draw(st.sampled_from(SCALE_OUT_TOPOLOGIES))
+    p, so, su = "parallelism.", "system.scale_out.", "system.scale_up."
+    up, out = get_part("links", SCALE_UP_LINK[acc]), get_part("links", SCALE_OUT_LINK[acc])
+    return {
+        p + "tp": tp, p + "pp": pp, p + "dp": dp, p + "cp": cp, p + "ep": ep, p + "microbatch": mb,
+        p + "virtual_stages": vp, p + "zero": draw(st.integers(0, 3)),
+        p + "recompute": draw(st.sampled_from(["none", "selective", "full"])),
+        p + "sequence_parallel": draw(st.booleans()),
+        p + "overlap_grad_reduce": draw(st.booleans()), p + "overlap_param_gather": draw(st.booleans()),
+        p + "overlap_tp_comm": draw(st.booleans()), p + "overlap_moe_comm": draw(st.booleans()),
+        p + "moe_dispatcher": draw(st.sampled_from(["alltoall", "deepep"])),
+        p + "grad_reduce_bytes": draw(st.sampled_from([2, 4])),
+        "training.global_batch": dp * mb * nmb, "training.flash_attention": draw(st.booleans()),
+        "system.devices": tp * pp * dp * cp, "system.accelerator": acc,
+        su + "size": draw(st.sampled_from([4, 8, 16])), su + "link": SCALE_UP_LINK[acc],
+        su + "bandwidth_bps": up["bandwidth_bps"], su + "latency_s": up["latency_s"],
+        so + "topology": family, so + "link": SCALE_OUT_LINK[acc],
+        so + "bandwidth_bps": out["bandwidth_bps"], so + "latency_s": out["latency_s"],
+        so + "nics_per_device": draw(st.sampled_from([0.5, 1.0, 2.0])),
+        so + "oversubscription": draw(st.sampled_from([1.0, 2.0, 4.0])),
+        so + "cube_dim": draw(st.sampled_from([2, 4])),
+        so + "reconfiguration": draw(st.sampled_from(["per-job", "per-step", "per-phase"])),
+        so + "ocs_reconfig_s": draw(st.sampled_from([1e-6, 0.01, 1.0])),
+    }
+
+
+def _perturb(row, knob, factor):
+    """row with one network resource changed by ``factor`` > 1 (more of it, or worse)."""
+    out, so, su = dict(row), "system.scale_out.", "system.scale_up."
+    key, scale = {"scale_up_bandwidth": (su + "bandwidth_bps", factor),
+                  "scale_out_bandwidth": (so + "bandwidth_bps", factor),
+                  "nics_per_device": (so + "nics_per_device", 2.0),
+                  "scale_up_size": (su + "size", 2),
+                  "oversubscription": (so + "oversubscription", factor),
+                  "scale_up_latency": (su + "latency_s", factor),
+                  "scale_out_latency": (so + "latency_s", factor),
+                  "ocs_reconfig": (so + "ocs_reconfig_s", factor)}[knob]
+    out[key] = row[key] * scale
+    if knob.endswith("latency"):
+        out[key] += 1e-6            # a latency of 0 must rise too
+    return out
+
+
+def _evaluate_rows(model, rows):
+    """One evaluate call over designs given as flat dicts (arrays per field)."""
+    sc = copy.deepcopy(BASE)
+    sc["model"] = {"preset": model, **MODELS[model]}
+    sc["system"]["scale_up"], sc["system"]["scale_out"] = {}, {}
+    for path in rows[0]:
+        table, key = path.rsplit(".", 1)
+        node = sc
+        for t in table.split("."):
+            node = node[t]
+        node[key] = [r[path] for r in rows]
+    return explore.evaluate(sc, keep_invalid=True, inputs=False)
+
+
+def _check_network(model, rows, factor):
+    """Step time of every design against each of its network perturbations."""
+    knobs = MORE + WORSE
+    variants = [v for r in rows for v in [r] + [_perturb(r, k, factor) for k in knobs]]
+    t = _evaluate_rows(model, variants)["step_time_s"].values.reshape(len(rows), 1 + len(knobs))
+    base, moved = t[:, :1], t[:, 1:]
+    both = np.isfinite(base) & np.isfinite(moved)
+    more = np.array([k in MORE for k in knobs])
+    rises = both & more & (moved > base * (1 + 1e-9))
+    falls = both & ~more & (moved < base * (1 - 1e-9))
+    bad = np.argwhere(rises | falls)
+    assert not bad.size, "; ".join(
+        f"{knobs[j]} x{factor:g} on {rows[i]}: {base[i, 0]:.6g} s -> {moved[i, j]:.6g} s" for i, j in bad[:3])
+    return both.sum()
+
+
+def designs():
+    """(model, 8 designs): a dense or a MoE model and designs drawn for it."""
+    return st.sampled_from(sorted(MODELS)).flatmap(
+        lambda m: st.tuples(st.just(m), st.lists(net_rows(m == "mixtral-8x7b"), min_size=8, max_size=8)))
+
+
+def _cp_ocs_reconfigurable():
+    """Found by this test: a gradient ring over dp * cp = 32 ranks (cp 2) on 2 nodes of 16; the
+    circuits were planned for a ring of dp = 16 ranks (inside one node: no demand), so the ring got
+    one port of 8 and doubling the scale-up domain (8 -> 16) made the step 2.3x slower."""
+    p, so, su = "parallelism.", "system.scale_out.", "system.scale_up."
+    return {p + "tp": 1, p + "pp": 1, p + "dp": 16, p + "cp": 2, p + "ep": 1, p + "microbatch": 1,
+            p + "virtual_stages": 1, p + "zero": 0, p + "recompute": "none", p + "sequence_parallel": False,
+            p + "overlap_grad_reduce": False, p + "overlap_param_gather": False, p + "overlap_tp_comm": False,
+            p + "overlap_moe_comm": False, p + "moe_dispatcher": "alltoall", p + "grad_reduce_bytes": 2,
+            "training.global_batch": 16, "training.flash_attention": False, "system.devices": 32,
+            "system.accelerator": "a100-sxm-80gb", su + "size": 8, su + "link": "nvlink3",
+            su + "bandwidth_bps": 2.4e12, su + "latency_s": 3e-6, so + "topology": "ocs-reconfigurable",
+            so + "link": "ib-hdr-200", so + "bandwidth_bps": 200e9, so + "latency_s": 5e-6,
+            so + "nics_per_device": 0.5, so + "oversubscription": 1.0, so + "cube_dim": 2,
+            so + "reconfiguration": "per-job", so + "ocs_reconfig_s": 1e-6}
+
+
+def _moe_a2a_two_leaves():
+    """Found by this test: an expert all-to-all (ep 8, tp 8: 64 devices) under one leaf with half a
+    NIC per device spills just past one leaf with one NIC per device; every byte was charged at the
+    uplinks' 1/o (o = 4) although only the off-leaf share crosses them: twice the NICs, 12 % slower."""
+    p, so, su = "parallelism.", "system.scale_out.", "system.scale_up."
+    return {**_cp_ocs_reconfigurable(), p + "tp": 8, p + "dp": 16, p + "cp": 1, p + "ep": 8,
+            "training.global_batch": 64, "system.devices": 128, so + "topology": "fat-tree",
+            so + "oversubscription": 4.0}
+
+
+NET_SETTINGS = settings(max_examples=24, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@NET_SETTINGS
+@given(designs(), st.floats(1.01, 10.0))
+@example(("mixtral-8x7b", [_moe_a2a_two_leaves()]), 2.0)
+def test_network_resources_move_step_time_one_way(model_rows, factor):
+    model, rows = model_rows
+    assert _check_network(model, rows, factor) > 0 or len(rows) < 8
+
+
+@pytest.mark.slow
+@settings(max_examples=600, derandomize=False, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(designs(), st.floats(1.01, 10.0))
+def test_network_resources_move_step_time_one_way_randomized(model_rows, factor):
+    model, rows = model_rows
+    _check_network(model, rows, factor)
+
+
+def _su_pair(model, row):
+    """Step times of ``row`` and of ``row`` with a scale-up domain twice as large."""
+    t = _evaluate_rows(model, [row, _perturb(row, "scale_up_size", 2.0)])["step_time_s"].values
+    return t[0], t[1]
+
+
+@pytest.mark.xfail(strict=True, reason="known: NCCL tree all-reduce chains the ranks of a node "
+                   "(collectives.tree_latency_s: (n/nodes - 1) intra-node hops), so a larger domain "
+                   "lengthens a latency-bound gradient all-reduce; the model has no NVLS/alternative")
+def test_larger_scale_up_domain_tree_chain():
+    p, so, su = "parallelism.", "system.scale_out.", "system.scale_up."
+    row = {**_cp_ocs_reconfigurable(), p + "tp": 2, p + "pp": 2, p + "dp": 64, p + "cp": 2,
+           p + "virtual_stages": 2, p + "recompute": "selective", p + "sequence_parallel": True,
+           p + "overlap_grad_reduce": True, p + "overlap_param_gather": True, p + "overlap_moe_comm": True,
+           p + "moe_dispatcher": "deepep", "training.global_batch": 1024, "training.flash_attention": True,
+           "system.devices": 512, "system.accelerator": "b200", su + "size": 16, su + "link": "nvlink5",
+           su + "bandwidth_bps": 7.2e12, so + "topology": "fat-tree", so + "link": "ib-ndr-400",
+           so + "bandwidth_bps": 400e9, so + "nics_per_device": 2.0, so + "oversubscription": 2.0}
+    a, b = _su_pair("mixtral-8x7b", row)
+    assert b <= a * (1 + 1e-9), (a, b)
+
+
+@pytest.mark.xfail(strict=True, reason="known: ocs-reconfigurable splits a node's ports greedily by "
+                   "planned bytes (reconfig.class_ports); with twice the ports the pipeline chains "
+                   "may get a smaller share per device, while the step sums the phases' times")
+def test_larger_scale_up_domain_ocs_port_split():
+    p, so, su = "parallelism.", "system.scale_out.", "system.scale_up."
+    row = {**_cp_ocs_reconfigurable(), p + "tp": 1, p + "pp": 4, p + "dp": 16, p + "cp": 1, p + "ep": 8,
+           p + "microbatch": 2, p + "zero": 2, p + "recompute": "selective", p + "overlap_param_gather": True,
+           p + "overlap_tp_comm": True, p + "overlap_moe_comm": True, p + "grad_reduce_bytes": 4,
+           "training.global_batch": 32, "training.flash_attention": True, "system.devices": 64,
+           "system.accelerator": "b200", su + "size": 4, su + "link": "nvlink5", su + "bandwidth_bps": 7.2e12,
+           so + "link": "ib-ndr-400", so + "bandwidth_bps": 400e9, so + "nics_per_device": 2.0,
+           so + "oversubscription": 2.0, so + "cube_dim": 4, so + "reconfiguration": "per-step",
+           so + "ocs_reconfig_s": 1.0}
+    a, b = _su_pair("mixtral-8x7b", row)
+    assert b <= a * (1 + 1e-9), (a, b)
+
+
+def test_context_parallel_gradient_ring_gets_circuits():
+    """The design of _cp_ocs_reconfigurable (cp 2): doubling the scale-up domain no longer slows it."""
+    a, b = _su_pair("gpt3-175b", _cp_ocs_reconfigurable())
+    assert b <= a, (a, b)
