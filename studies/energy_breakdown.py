@@ -55,7 +55,8 @@ def run(quick: bool = False) -> xr.Dataset:
         if pf.get("bandwidth_bps"):
             sc["system"]["scale_up"]["bandwidth_bps"] = pf["bandwidth_bps"]
         parts.append(explore.evaluate(sc).assign_coords(label=("design", [label])))
-    ds = xr.concat(parts, dim="design", combine_attrs="drop_conflicts")
+    ds = xr.concat(parts, dim="design", data_vars="all", coords="different", compat="equals",
+                   join="outer", combine_attrs="drop_conflicts")   # the current defaults, stated
     ds = ds.assign_coords(design=np.arange(ds.sizes["design"]))
     tokens = ds["energy_per_step_j"] / ds["energy_per_token_j"]
     for name, comps in COMPONENTS.items():

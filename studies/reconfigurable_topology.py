@@ -50,7 +50,8 @@ def run(quick: bool = False) -> xr.Dataset:
                                                             "OCS " + d["policy"]),
                                         "ocs_reconfig_time_s": d["reconfig"]})
         parts.append(ds)
-    ds = xr.concat(parts, dim="design", combine_attrs="drop_conflicts")
+    ds = xr.concat(parts, dim="design", data_vars="all", coords="different", compat="equals",
+                   join="outer", combine_attrs="drop_conflicts")   # the current defaults, stated
     return ds.assign_coords(design=np.arange(ds.sizes["design"]))
 
 
