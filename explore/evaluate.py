@@ -12,6 +12,7 @@ no mask. Units parse with ``explore.units.registry()`` (pint).
 from __future__ import annotations
 
 import numpy as np
+from hwmodels.select import where
 import xarray as xr
 
 from explore.model import calibration as cal
@@ -124,7 +125,7 @@ def evaluate_resolved(r: Resolved, calibration: cal.Calibration = cal.DEFAULT, *
         if bad.any():
             for k, a in out.items():
                 if k != "reason" and np.asarray(a).dtype.kind == "f":
-                    out[k] = np.where(bad, np.nan, a)
+                    out[k] = where(bad, np.nan, a)
     ds = _assemble(out, r, reason_codes)
     return ds.assign_coords(input_coords(r)) if inputs else ds
 
@@ -220,13 +221,13 @@ def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v,
         # issue 11: interruption rate per component class, the network's from its bill of materials
         bom = network_bom(system)
         rates = interruption_rates(system.devices, system.nics_per_device, bom["fit"])
-        rate_total = np.where(system.interruptions_given > 0, system.devices * system.interruptions_per_hour,
+        rate_total = where(system.interruptions_given > 0, system.devices * system.interruptions_per_hour,
                               sum(rates.values()))
         gp, tau, delta, mtbi = goodput_model(
             system.devices, rate_total / system.devices, n_params,
             v["datacenter.checkpoint_write_bps_per_device"], v["datacenter.restart_s"])
         gp_ok = gp > 0.0
-        gp_c = np.where(gp_ok, gp, np.nan)
+        gp_c = where(gp_ok, gp, np.nan)
         ec = energy_and_cost(system, step, st["busy_time_s"], tokens_per_step, gp_c,
                              v["datacenter.pue"], v["datacenter.electricity_usd_per_kwh"],
                              v["datacenter.lifetime_years"], bom)
@@ -243,7 +244,7 @@ def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v,
             "goodput": gp_c,
             "checkpoint_interval_s": tau, "checkpoint_time_s": delta, "mtbi_s": mtbi,
             "interruptions_per_hour": rate_total,  # issue 11: by class (0 when an all-cause rate is given)
-            **{f"interruptions_per_hour_{k}": np.where(system.interruptions_given > 0, 0.0, r)
+            **{f"interruptions_per_hour_{k}": where(system.interruptions_given > 0, 0.0, r)
                for k, r in rates.items()},
             "params": n_params,
             "active_params": active_params(model),  # issue 11
@@ -282,7 +283,7 @@ def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v,
     if rule_bad.any():
         for k, a in out.items():
             if a.dtype.kind == "f":
-                out[k] = np.where(rule_bad, np.nan, a)
+                out[k] = where(rule_bad, np.nan, a)
     notes = [x for x in notes if x is not None]
     details = None
     if notes:

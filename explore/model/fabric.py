@@ -20,6 +20,7 @@ its latency.
 from __future__ import annotations
 
 import numpy as np
+from hwmodels.select import where
 
 from explore.model import calibration as cal
 from explore.model.system import SystemSpec
@@ -63,7 +64,7 @@ class Fabric:
             return hit[2]
         inner, outer = group_span(stride, n, self.domain)
         net = self.place.switched_bw(stride, n)
-        bus = np.where(outer > 1, np.minimum(self.su_bw, inner * net), self.su_bw)
+        bus = where(outer > 1, np.minimum(self.su_bw, inner * net), self.su_bw)
         self._cache[key] = (stride, n, (inner, outer, bus))
         return inner, outer, bus
 
@@ -84,8 +85,8 @@ class Fabric:
                                                self.base, self.tree_factor)
             t = np.minimum(t, tree)
         if self.place.any_torus:
-            t = np.where(self.place.is_torus() & (outer > 1), self._torus(size_bytes, stride, n, all_reduce), t)
-        return np.where(n > 1, t, 0.0)
+            t = where(self.place.is_torus() & (outer > 1), self._torus(size_bytes, stride, n, all_reduce), t)
+        return where(n > 1, t, 0.0)
 
     # ------------------------------------------------------------------ public: total over calls
     def all_reduce(self, size_bytes, stride, n, calls=1.0):
@@ -110,5 +111,5 @@ class Fabric:
 
     def p2p(self, size_bytes, stride):
         cross = stride >= self.domain
-        return np.where(cross, self.place.p2p(size_bytes, stride),
+        return where(cross, self.place.p2p(size_bytes, stride),
                         coll.p2p_s(size_bytes, self.su_bw, self.su_lat))
