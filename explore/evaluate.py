@@ -126,8 +126,7 @@ def evaluate_resolved(r: Resolved, calibration: cal.Calibration = cal.DEFAULT, *
             for k, a in out.items():
                 if k != "reason" and np.asarray(a).dtype.kind == "f":
                     out[k] = where(bad, np.nan, a)
-    ds = _assemble(out, r, reason_codes)
-    return ds.assign_coords(input_coords(r)) if inputs else ds
+    return _assemble(out, r, reason_codes, input_coords(r) if inputs else None)
 
 
 def coord_name(path: str) -> str:
@@ -182,7 +181,15 @@ PRECISION_RULE = "training.precision is not supported by the accelerator"
 def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v, c, recipe=None,
              n=None, rows=None) -> dict:
     """Metrics of every design; ``out["reason"]`` is an integer code into ``out["reason_table"]``."""
-    code, table = rule_codes(model, plan, system.devices, system.peak_flops > 0)
+    # the plan rules read only step-model inputs: once per distinct row, as the step model
+    tables = []
+
+    def rules(*a):
+        code, table = rule_codes(*a)
+        tables.append(table)
+        return {"code": code}
+    code = per_rows(rules, rows, model, plan, system.devices, np.asarray(system.peak_flops > 0))["code"]
+    table = tables[0]
     n = n or code.size
     code = np.broadcast_to(code, (n,)).copy()
     # reasons that name the design's values: (mask, strings) pieces, joined into details below
@@ -312,7 +319,7 @@ def _texts(mask: np.ndarray, text, *arrays) -> np.ndarray:
     return texts[np.asarray(inv).ravel()]
 
 
-def _assemble(out: dict, r: Resolved, reason_codes: bool = False) -> xr.Dataset:
+def _assemble(out: dict, r: Resolved, reason_codes: bool = False, coords: dict | None = None) -> xr.Dataset:
     """Units (and breakdown tags) attached as each variable is built, last, as xarray drops attrs.
 
     ``reason`` becomes strings (``""`` where valid), or stays integer codes into its
@@ -347,7 +354,8 @@ def _assemble(out: dict, r: Resolved, reason_codes: bool = False) -> xr.Dataset:
                     a[details[0]] = details[1]
         # object strings (reason): skip xarray's per-element conversion of object arrays
         data[k] = xr.Variable(("design",), a, attrs, fastpath=a.dtype.kind == "O")
-    ds = xr.Dataset(data, coords={"design": np.arange(n)})
+    # input coordinates (``coords``) go in with the data: one merge instead of a second one
+    ds = xr.Dataset(data, coords={"design": np.arange(n), **(coords or {})})
     ds.attrs["scenario_name"] = r.name
     return ds
 

@@ -86,7 +86,8 @@ def embodied_kg(v: dict, n: int, s, bom: dict) -> dict[str, np.ndarray]:
     Without a catalog perturbation (explore.uncertainty) the accelerator term is computed
     once per catalog part; with one, per design element so that sampled figures apply."""
     from hwmodels.parts import PERTURBATION
-    mfg_id = np.broadcast_to(np.array([MFG]), (n,))
+    # one manufacturing entry: length 1 (broadcasts), per element only while figures are perturbed
+    mfg_id = np.array([MFG]) if PERTURBATION.get() is None else np.broadcast_to(np.array([MFG]), (n,))
     m = {f: lookup("carbon", mfg_id, f) for f in MFG_FIELDS}
     a, code = accelerator_design(v, n, per_element=PERTURBATION.get() is not None)
     if code is None:

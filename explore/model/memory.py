@@ -89,8 +89,24 @@ def peak_memory(act_layer, layer_params, emb_params, logits_bytes, layers, p, v,
         w, g, o = state_bytes(params, zero, shard_ranks, replica, bytes_per_param)
         parts.append((w + g + o + act, w, g, o, act))
     parts[1] = tuple(where(p > 2, x, 0.0) for x in parts[1])
-    totals = np.stack([q[0] for q in parts])
-    k = np.argmax(totals, axis=0)
-    pick = lambda j: np.choose(k, [q[j] for q in parts])  # noqa: E731
+    # the peak stage: the first largest total (np.argmax over the stages, a NaN counting as the
+    # largest), as comparisons and selects (argmax over a short axis and np.choose cost ~10x)
+    best, k1, k2 = parts[0][0], None, None
+    for j, t in ((1, parts[1][0]), (2, parts[2][0])):
+        t = np.asarray(t)
+        nb = np.isnan(best)
+        up = (t > best) | (np.isnan(t) & ~nb)
+        best = where(up, t, best)
+        if j == 1:
+            k1 = up
+        else:
+            k2 = up
+
+    def pick(j):
+        a0, a1, a2 = (np.asarray(q[j], dtype=float) for q in parts)
+        shape = np.broadcast_shapes(a0.shape, a1.shape, a2.shape, np.shape(k1), np.shape(k2))
+        a0, a1, a2 = (np.broadcast_to(a, shape) if a.shape != shape else a for a in (a0, a1, a2))
+        return where(np.broadcast_to(k2, shape) if np.shape(k2) != shape else k2, a2,
+                     where(np.broadcast_to(k1, shape) if np.shape(k1) != shape else k1, a1, a0))
     return {"total": pick(0) + cal.MEMORY_RESERVED_BYTES, "weights": pick(1), "gradients": pick(2),
             "optimizer": pick(3), "activations": pick(4)}
