@@ -94,8 +94,17 @@ class Fabric:
         return calls * self._call(np.asarray(size_bytes, dtype=float) / calls, stride, n, True)
 
     def reduce_scatter(self, size_bytes, stride, n, calls=1.0):
+        # an all-gather of the same buffer on the same group (sequence parallelism asks for both)
+        # costs the same: the last call's result is reused when its arguments are the same objects
+        key = tuple(a if isinstance(a, float) else id(a) for a in (size_bytes, stride, n, calls))
+        last = self._cache.get("rs")
+        if last is not None and last[0] == key:
+            return last[2]
+        args = (size_bytes, stride, n, calls)
         calls = np.maximum(np.asarray(calls, dtype=float), 1.0)
-        return calls * self._call(np.asarray(size_bytes, dtype=float) / calls, stride, n, False)
+        t = calls * self._call(np.asarray(size_bytes, dtype=float) / calls, stride, n, False)
+        self._cache["rs"] = (key, args, t)     # args held so that their ids stay theirs
+        return t
 
     def all_gather(self, size_bytes, stride, n, calls=1.0):
         return self.reduce_scatter(size_bytes, stride, n, calls)
