@@ -30,6 +30,9 @@ from hwmodels import package as hw_package
 from explore.model.workload import ModelSpec, active_params, model_flops_per_token, total_params
 from explore.model.precision import Recipe  # issue 11
 from explore.units import input_units
+from explore.allocator import keep_freed_memory
+
+keep_freed_memory()   # batches reuse freed array memory (no page fault per new array)
 
 UNITS = {
     "step_time_s": "s", "tokens_per_s": "token/s", "model_flops_per_s_per_device": "FLOP/s",
