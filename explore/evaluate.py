@@ -122,7 +122,8 @@ def evaluate_resolved(r: Resolved, calibration: cal.Calibration = cal.DEFAULT, *
     recipe = Recipe.from_resolved(r, system)  # issue 11: precision recipe
     share = r.n > 1 and sharing_allowed(calibration)
     rows = UniqueRows([a for k, a in v.items() if k not in STEP_FREE], r.n) if share else None
-    out = _metrics(model, plan, system, flash, v, calibration, recipe, n=r.n, rows=rows)
+    out = _metrics(model, plan, system, flash, v, calibration, recipe, n=r.n, rows=rows,
+                   details=not reason_codes)   # integer reasons carry no per-design texts
     if not keep_invalid:
         bad = ~np.asarray(out["valid"], bool)
         if bad.any():
@@ -182,8 +183,9 @@ PRECISION_RULE = "training.precision is not supported by the accelerator"
 
 
 def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v, c, recipe=None,
-             n=None, rows=None) -> dict:
-    """Metrics of every design; ``out["reason"]`` is an integer code into ``out["reason_table"]``."""
+             n=None, rows=None, details: bool = True) -> dict:
+    """Metrics of every design; ``out["reason"]`` is an integer code into ``out["reason_table"]``
+    (``details``: also the texts of reasons that name a design's values)."""
     # the plan rules read only step-model inputs: once per distinct row, as the step model
     tables = []
 
@@ -196,11 +198,11 @@ def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v,
     n = n or code.size
     code = np.broadcast_to(code, (n,)).copy()
     # reasons that name the design's values: (mask, strings) pieces, joined into details below
-    notes = [reason_details(plan, code, table)]   # issue 11: the expert-parallel rule
+    notes = [reason_details(plan, code, table) if details else None]   # issue 11: the expert-parallel rule
     valid = code == 0
     if PRECISION_RULE in table:                   # issue 13: name the precision and its peak field
         prec_bad = code == table.index(PRECISION_RULE)
-        if prec_bad.any():
+        if details and prec_bad.any():
             p = np.broadcast_to(np.asarray(v["training.precision"]).astype(str), (n,))
             notes.append((prec_bad, _texts(prec_bad, lambda q: (
                 f"training.precision: value {q!r} is not supported by the accelerator "
@@ -216,7 +218,7 @@ def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v,
     idle_bad = valid & ~np.broadcast_to(system.idle_power_w <= system.tdp_w, (n,))
     if idle_bad.any():
         code[idle_bad] = late[LATE_REASONS[3]]
-        notes.append((idle_bad, _texts(idle_bad, lambda idle, tdp: (
+        notes.append(None if not details else (idle_bad, _texts(idle_bad, lambda idle, tdp: (
             f"system.accelerator.idle_power_w: value {idle:g} W exceeds tdp_w = {tdp:g} W; "
             f"allowed: 0 <= idle_power_w <= tdp_w"), system.idle_power_w, system.tdp_w)))
         valid = valid & ~idle_bad
@@ -282,7 +284,7 @@ def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v,
         new = valid & ~num_bad & ~(np.isfinite(a) & (a > 0))
         if new.any():
             code[new] = late[LATE_REASONS[4]]
-            notes.append((new, _texts(new, lambda x, k=k: (
+            notes.append(None if not details else (new, _texts(new, lambda x, k=k: (
                 f"numerical: {k} = {x:g} is not finite and positive; an input is outside the "
                 f"model's range"), a)))
         num_bad |= new
