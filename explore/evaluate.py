@@ -12,6 +12,7 @@ no mask. Units parse with ``explore.units.registry()`` (pint).
 from __future__ import annotations
 
 import numpy as np
+from hwmodels.select import where
 import xarray as xr
 
 from explore.model import calibration as cal
@@ -29,6 +30,9 @@ from hwmodels import package as hw_package
 from explore.model.workload import ModelSpec, active_params, model_flops_per_token, total_params
 from explore.model.precision import Recipe  # issue 11
 from explore.units import input_units
+from explore.allocator import keep_freed_memory
+
+keep_freed_memory()   # batches reuse freed array memory (no page fault per new array)
 
 UNITS = {
     "step_time_s": "s", "tokens_per_s": "token/s", "model_flops_per_s_per_device": "FLOP/s",
@@ -118,15 +122,15 @@ def evaluate_resolved(r: Resolved, calibration: cal.Calibration = cal.DEFAULT, *
     recipe = Recipe.from_resolved(r, system)  # issue 11: precision recipe
     share = r.n > 1 and sharing_allowed(calibration)
     rows = UniqueRows([a for k, a in v.items() if k not in STEP_FREE], r.n) if share else None
-    out = _metrics(model, plan, system, flash, v, calibration, recipe, n=r.n, rows=rows)
+    out = _metrics(model, plan, system, flash, v, calibration, recipe, n=r.n, rows=rows,
+                   details=not reason_codes)   # integer reasons carry no per-design texts
     if not keep_invalid:
         bad = ~np.asarray(out["valid"], bool)
         if bad.any():
             for k, a in out.items():
                 if k not in ("reason", "reason_table", "reason_details") and np.asarray(a).dtype.kind == "f":
-                    out[k] = np.where(bad, np.nan, a)
-    ds = _assemble(out, r, reason_codes)
-    return ds.assign_coords(input_coords(r)) if inputs else ds
+                    out[k] = where(bad, np.nan, a)
+    return _assemble(out, r, reason_codes, input_coords(r) if inputs else None)
 
 
 def coord_name(path: str) -> str:
@@ -179,17 +183,26 @@ PRECISION_RULE = "training.precision is not supported by the accelerator"
 
 
 def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v, c, recipe=None,
-             n=None, rows=None) -> dict:
-    """Metrics of every design; ``out["reason"]`` is an integer code into ``out["reason_table"]``."""
-    code, table = rule_codes(model, plan, system.devices, system.peak_flops > 0)
+             n=None, rows=None, details: bool = True) -> dict:
+    """Metrics of every design; ``out["reason"]`` is an integer code into ``out["reason_table"]``
+    (``details``: also the texts of reasons that name a design's values)."""
+    # the plan rules read only step-model inputs: once per distinct row, as the step model
+    tables = []
+
+    def rules(*a):
+        code, table = rule_codes(*a)
+        tables.append(table)
+        return {"code": code}
+    code = per_rows(rules, rows, model, plan, system.devices, np.asarray(system.peak_flops > 0))["code"]
+    table = tables[0]
     n = n or code.size
     code = np.broadcast_to(code, (n,)).copy()
     # reasons that name the design's values: (mask, strings) pieces, joined into details below
-    notes = [reason_details(plan, code, table)]   # issue 11: the expert-parallel rule
+    notes = [reason_details(plan, code, table) if details else None]   # issue 11: the expert-parallel rule
     valid = code == 0
     if PRECISION_RULE in table:                   # issue 13: name the precision and its peak field
         prec_bad = code == table.index(PRECISION_RULE)
-        if prec_bad.any():
+        if details and prec_bad.any():
             p = np.broadcast_to(np.asarray(v["training.precision"]).astype(str), (n,))
             notes.append((prec_bad, _texts(prec_bad, lambda q: (
                 f"training.precision: value {q!r} is not supported by the accelerator "
@@ -205,7 +218,7 @@ def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v,
     idle_bad = valid & ~np.broadcast_to(system.idle_power_w <= system.tdp_w, (n,))
     if idle_bad.any():
         code[idle_bad] = late[LATE_REASONS[3]]
-        notes.append((idle_bad, _texts(idle_bad, lambda idle, tdp: (
+        notes.append(None if not details else (idle_bad, _texts(idle_bad, lambda idle, tdp: (
             f"system.accelerator.idle_power_w: value {idle:g} W exceeds tdp_w = {tdp:g} W; "
             f"allowed: 0 <= idle_power_w <= tdp_w"), system.idle_power_w, system.tdp_w)))
         valid = valid & ~idle_bad
@@ -220,13 +233,13 @@ def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v,
         # issue 11: interruption rate per component class, the network's from its bill of materials
         bom = network_bom(system)
         rates = interruption_rates(system.devices, system.nics_per_device, bom["fit"])
-        rate_total = np.where(system.interruptions_given > 0, system.devices * system.interruptions_per_hour,
+        rate_total = where(system.interruptions_given > 0, system.devices * system.interruptions_per_hour,
                               sum(rates.values()))
         gp, tau, delta, mtbi = goodput_model(
             system.devices, rate_total / system.devices, n_params,
             v["datacenter.checkpoint_write_bps_per_device"], v["datacenter.restart_s"])
         gp_ok = gp > 0.0
-        gp_c = np.where(gp_ok, gp, np.nan)
+        gp_c = where(gp_ok, gp, np.nan)
         ec = energy_and_cost(system, step, st["busy_time_s"], tokens_per_step, gp_c,
                              v["datacenter.pue"], v["datacenter.electricity_usd_per_kwh"],
                              v["datacenter.lifetime_years"], bom)
@@ -243,7 +256,7 @@ def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v,
             "goodput": gp_c,
             "checkpoint_interval_s": tau, "checkpoint_time_s": delta, "mtbi_s": mtbi,
             "interruptions_per_hour": rate_total,  # issue 11: by class (0 when an all-cause rate is given)
-            **{f"interruptions_per_hour_{k}": np.where(system.interruptions_given > 0, 0.0, r)
+            **{f"interruptions_per_hour_{k}": where(system.interruptions_given > 0, 0.0, r)
                for k, r in rates.items()},
             "params": n_params,
             "active_params": active_params(model),  # issue 11
@@ -271,7 +284,7 @@ def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v,
         new = valid & ~num_bad & ~(np.isfinite(a) & (a > 0))
         if new.any():
             code[new] = late[LATE_REASONS[4]]
-            notes.append((new, _texts(new, lambda x, k=k: (
+            notes.append(None if not details else (new, _texts(new, lambda x, k=k: (
                 f"numerical: {k} = {x:g} is not finite and positive; an input is outside the "
                 f"model's range"), a)))
         num_bad |= new
@@ -282,7 +295,7 @@ def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v,
     if rule_bad.any():
         for k, a in out.items():
             if a.dtype.kind == "f":
-                out[k] = np.where(rule_bad, np.nan, a)
+                out[k] = where(rule_bad, np.nan, a)
     notes = [x for x in notes if x is not None]
     details = None
     if notes:
@@ -311,7 +324,7 @@ def _texts(mask: np.ndarray, text, *arrays) -> np.ndarray:
     return texts[np.asarray(inv).ravel()]
 
 
-def _assemble(out: dict, r: Resolved, reason_codes: bool = False) -> xr.Dataset:
+def _assemble(out: dict, r: Resolved, reason_codes: bool = False, coords: dict | None = None) -> xr.Dataset:
     """Units (and breakdown tags) attached as each variable is built, last, as xarray drops attrs.
 
     ``reason`` becomes strings (``""`` where valid), or stays integer codes into its
@@ -346,7 +359,8 @@ def _assemble(out: dict, r: Resolved, reason_codes: bool = False) -> xr.Dataset:
                     a[details[0]] = details[1]
         # object strings (reason): skip xarray's per-element conversion of object arrays
         data[k] = xr.Variable(("design",), a, attrs, fastpath=a.dtype.kind == "O")
-    ds = xr.Dataset(data, coords={"design": np.arange(n)})
+    # input coordinates (``coords``) go in with the data: one merge instead of a second one
+    ds = xr.Dataset(data, coords={"design": np.arange(n), **(coords or {})})
     ds.attrs["scenario_name"] = r.name
     return ds
 

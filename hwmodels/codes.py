@@ -19,6 +19,8 @@ def codes(ids, known=None) -> tuple[np.ndarray, np.ndarray]:
     arr = np.asarray(ids)
     if arr.ndim == 1 and arr.size > 1 and arr.strides[0] == 0:
         return arr[:1].astype(str), np.zeros(arr.shape, dtype=np.intp)
+    if arr.size == 1:                     # one id (a constant held at length 1): nothing to sort
+        return arr.reshape(1).astype(str), np.zeros(arr.shape, dtype=np.intp)
     if known is None or arr.size < 64:
         uniq, inv = np.unique(arr.astype(str), return_inverse=True)
         return uniq, inv.reshape(arr.shape)

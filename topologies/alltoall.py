@@ -32,6 +32,7 @@ the network family (the ratio of the bisection time to the injection time):
 from __future__ import annotations
 
 import numpy as np
+from hwmodels.select import where
 
 from topologies import torus
 from topologies.network import OCS_RECONF
@@ -45,7 +46,7 @@ def torus_bisection_factor(place: Placement, stride, outer):
     d = np.maximum(place.active_dims, 1.0)
     f = np.ones_like(np.asarray(outer, dtype=float))
     for k, s in zip(ns, ss):
-        f = np.maximum(f, np.where(k > 1, k * d * s / 4.0, 1.0))
+        f = np.maximum(f, where(k > 1, k * d * s / 4.0, 1.0))
     return f
 
 
@@ -54,10 +55,10 @@ def ocs_mesh_bandwidth(place: Placement, outer):
     ports = np.maximum(np.round(place.domain * place.nics), 1.0)
     peers = np.maximum(np.asarray(outer, dtype=float) - 1.0, 1.0)
     per_phase = place.net.reconfig_policy == 2
-    bw = np.where(per_phase, place.bw, place.reconf_dp_bw)
+    bw = where(per_phase, place.bw, place.reconf_dp_bw)
     mesh = peers <= ports
-    util = np.where(mesh, np.floor(ports / peers) * peers / ports, 1.0)
-    hops = np.where(mesh, 1.0, np.ceil(np.log(np.maximum(outer, 2.0)) / np.log(np.maximum(ports, 2.0))))
+    util = where(mesh, np.floor(ports / peers) * peers / ports, 1.0)
+    hops = where(mesh, 1.0, np.ceil(np.log(np.maximum(outer, 2.0)) / np.log(np.maximum(ports, 2.0))))
     return bw * util / np.maximum(hops, 1.0)
 
 
@@ -67,9 +68,9 @@ def scale_out_bandwidth(place: Placement, stride, n, outer):
     if place.any_torus:
         outer = np.asarray(outer, dtype=float)
         f = torus_bisection_factor(place, stride, outer) * outer / np.maximum(outer - 1.0, 1.0)
-        bw = np.where(place.is_torus(), place.bw / np.maximum(f, 1.0), bw)
+        bw = where(place.is_torus(), place.bw / np.maximum(f, 1.0), bw)
     if np.any(place.f == OCS_RECONF):
-        bw = np.where(place.f == OCS_RECONF, ocs_mesh_bandwidth(place, outer), bw)
+        bw = where(place.f == OCS_RECONF, ocs_mesh_bandwidth(place, outer), bw)
     return bw
 
 
@@ -82,8 +83,8 @@ def all_to_all_s(place: Placement, su_bw_bps, su_lat_s, size_bytes, stride, n, o
     n = np.asarray(n, dtype=float)
     s = np.asarray(size_bytes, dtype=float)
     inner, outer = group_span(stride, n, place.domain)
-    t_su = np.where(inner > 1, s * (inner - 1) / n * 8.0 / su_bw_bps + messages * (inner - 1) * su_lat_s, 0.0)
+    t_su = where(inner > 1, s * (inner - 1) / n * 8.0 / su_bw_bps + messages * (inner - 1) * su_lat_s, 0.0)
     s_out = s * ((n - inner) / n if out_fraction is None else out_fraction)
-    t_so = np.where(outer > 1, s_out * 8.0 / scale_out_bandwidth(place, stride, n, outer)
+    t_so = where(outer > 1, s_out * 8.0 / scale_out_bandwidth(place, stride, n, outer)
                     + messages * (outer - 1) * place.lat, 0.0)
-    return np.where(n > 1, np.maximum(t_su, t_so), 0.0)
+    return where(n > 1, np.maximum(t_su, t_so), 0.0)

@@ -16,6 +16,7 @@ bandwidth broadcast, reduction and scan", Parallel Computing 35(12), 2009
 from __future__ import annotations
 
 import numpy as np
+from hwmodels.select import where
 
 
 def _beta(size_bytes, bandwidth_bps):
@@ -26,7 +27,7 @@ def ring_reduce_scatter_s(size_bytes, n, bandwidth_bps, latency_s):
     """Ring reduce-scatter: (n-1)/n * S/B + (n-1) alpha."""
     n = np.asarray(n, dtype=float)
     t = (n - 1) / n * _beta(size_bytes, bandwidth_bps) + (n - 1) * latency_s
-    return np.where(n > 1, t, 0.0)
+    return where(n > 1, t, 0.0)
 
 
 def ring_all_gather_s(size_bytes, n, bandwidth_bps, latency_s):
@@ -43,14 +44,14 @@ def rhd_all_reduce_s(size_bytes, n, bandwidth_bps, latency_s):
     """Recursive halving-doubling (Rabenseifner): 2(n-1)/n * S/B + 2 log2(n) alpha."""
     n = np.asarray(n, dtype=float)
     t = 2 * (n - 1) / n * _beta(size_bytes, bandwidth_bps) + 2 * np.log2(np.maximum(n, 1)) * latency_s
-    return np.where(n > 1, t, 0.0)
+    return where(n > 1, t, 0.0)
 
 
 def tree_all_reduce_s(size_bytes, n, bandwidth_bps, latency_s):
     """Double binary tree (pipelined): ~2 S/B + 2 log2(n) alpha (Sanders et al. 2009)."""
     n = np.asarray(n, dtype=float)
     t = 2 * _beta(size_bytes, bandwidth_bps) + 2 * np.log2(np.maximum(n, 1)) * latency_s
-    return np.where(n > 1, t, 0.0)
+    return where(n > 1, t, 0.0)
 
 
 def all_reduce_s(size_bytes, n, bandwidth_bps, latency_s):
@@ -117,7 +118,7 @@ def bisection_all_to_all_s(size_bytes, n, injection_bps, bisection_bps_per_rank,
     n = np.asarray(n, dtype=float)
     s8 = np.asarray(size_bytes, dtype=float) * 8.0
     t = np.maximum((n - 1) / n * s8 / injection_bps, 0.5 * s8 / bisection_bps_per_rank) + (n - 1) * latency_s
-    return np.where(n > 1, t, 0.0)
+    return where(n > 1, t, 0.0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -133,7 +134,7 @@ def bisection_all_to_all_s(size_bytes, n, injection_bps, bisection_bps_per_rank,
 def ring_steps(n, all_reduce):
     """Ring steps of a collective over n ranks: n-1, or 2(n-1) for an all-reduce."""
     n = np.asarray(n, dtype=float)
-    return np.where(all_reduce, 2.0, 1.0) * (n - 1.0)
+    return where(all_reduce, 2.0, 1.0) * (n - 1.0)
 
 
 def ring_latency_s(n, nodes, lat_intra_s, lat_net_s, base_s, all_reduce=False):
@@ -156,9 +157,9 @@ def nccl_ring_s(size_bytes, n, nodes, bus_bw_bps, lat_intra_s, lat_net_s, base_s
     latency + steps/n x S / busbw; the all-reduce latency across nodes is scaled by ``plateau``."""
     n = np.asarray(n, dtype=float)
     lat = ring_latency_s(n, nodes, lat_intra_s, lat_net_s, base_s, all_reduce)
-    lat = np.where(all_reduce & (np.asarray(nodes) > 1), lat * plateau, lat)
+    lat = where(all_reduce & (np.asarray(nodes) > 1), lat * plateau, lat)
     t = lat + ring_steps(n, all_reduce) / n * _beta(size_bytes, bus_bw_bps)
-    return np.where(n > 1, t, 0.0)
+    return where(n > 1, t, 0.0)
 
 
 def tree_correction(size_bytes, table):
@@ -179,12 +180,12 @@ def nccl_tree_all_reduce_s(size_bytes, n, nodes, bus_bw_bps, lat_intra_s, lat_ne
     if correction is not None:
         bw = bw * tree_correction(size_bytes, correction)
     t = tree_latency_s(n, nodes, lat_intra_s, lat_net_s, base_s) + 2.0 * _beta(size_bytes, bw)
-    return np.where(n > 1, t, 0.0)
+    return where(n > 1, t, 0.0)
 
 
 def bus_bandwidth_gbs(kind, size_bytes, n, time_s):
     """nccl-tests bus bandwidth (GB/s) of a measured or modelled time: algbw x steps/n."""
     n = np.asarray(n, dtype=float)
     alg = np.asarray(size_bytes, dtype=float) / np.asarray(time_s, dtype=float)
-    factor = np.where(np.asarray(kind) == "all_reduce", 2.0 * (n - 1) / n, (n - 1) / n)
+    factor = where(np.asarray(kind) == "all_reduce", 2.0 * (n - 1) / n, (n - 1) / n)
     return alg * factor / 1e9

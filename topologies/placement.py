@@ -22,6 +22,7 @@ links; the ``outer`` domains it spans use the scale-out family:
 from __future__ import annotations
 
 import numpy as np
+from hwmodels.select import where
 
 from topologies import collectives as coll
 from topologies import dragonfly, reconfig, torus
@@ -31,7 +32,7 @@ from topologies.network import DRAGONFLY, FAT_TREE, OCS_RECONF, OCS_TORUS, RAIL,
 
 def group_span(stride, size, domain):
     """Ranks of a group per scale-up domain, and domains spanned (as the foundation's step model)."""
-    inner = np.where(stride < domain, np.clip(np.floor(domain / stride), 1, size), 1.0)
+    inner = where(stride < domain, np.clip(np.floor(domain / stride), 1, size), 1.0)
     return inner, np.ceil(size / inner)
 
 
@@ -63,8 +64,8 @@ class Placement:
                 [net.dp_bytes_per_node, net.pp_bytes_per_node, net.pp_bytes_per_node], ports)
             per_phase = net.reconfig_policy == 2
             per_port = self.bw / np.maximum(ports, 1.0)                  # x domain: per-device share
-            self.reconf_dp_bw = np.where(per_phase, self.bw, np.maximum(c_dp, 1.0) * per_port)
-            self.reconf_pp_bw = np.where(per_phase, self.bw / 2, np.maximum(c_fwd, 1.0) * per_port)
+            self.reconf_dp_bw = where(per_phase, self.bw, np.maximum(c_dp, 1.0) * per_port)
+            self.reconf_pp_bw = where(per_phase, self.bw / 2, np.maximum(c_fwd, 1.0) * per_port)
         else:
             self.reconf_dp_bw = self.reconf_pp_bw = self.bw
         self.stall_s = net.reconfigs_per_step * net.ocs_reconfig_s
@@ -109,8 +110,8 @@ class Placement:
         fams = self.families
         if fams == {FAT_TREE}:                     # the common case: one family, one expression
             return ft
-        rail = np.where(rail_ok, self.bw, ft) if RAIL in fams else ft
-        df = np.where(ports <= self.df_group, self.bw, self.bw * self.df_factor) if DRAGONFLY in fams else ft
+        rail = where(rail_ok, self.bw, ft) if RAIL in fams else ft
+        df = where(ports <= self.df_group, self.bw, self.bw * self.df_factor) if DRAGONFLY in fams else ft
         ocs = self.reconf_pp_bw if p2p else self.reconf_dp_bw
         return np.select([f == FAT_TREE, f == RAIL, f == DRAGONFLY, f == OCS_RECONF], [ft, rail, df, ocs],
                          self.bw / self.o)
@@ -133,7 +134,7 @@ class Placement:
         node_stride = np.maximum(np.asarray(stride, dtype=float) / self.domain, 1.0)
         ns, bws = self.torus_rings(node_stride, outer)
         t_torus = coll.torus_reduce_scatter_s(shard_bytes, ns, bws, self.lat)
-        return np.where(self.is_torus(), t_torus, t_sw)
+        return where(self.is_torus(), t_torus, t_sw)
 
     def outer_all_reduce(self, shard_bytes, stride, outer):
         t_sw = coll.all_reduce_s(shard_bytes, outer, self.switched_bw(stride, outer), self.lat)
@@ -142,11 +143,11 @@ class Placement:
         node_stride = np.maximum(np.asarray(stride, dtype=float) / self.domain, 1.0)
         ns, bws = self.torus_rings(node_stride, outer)
         t_torus = coll.torus_all_reduce_s(shard_bytes, ns, bws, self.lat)
-        return np.where(self.is_torus(), t_torus, t_sw)
+        return where(self.is_torus(), t_torus, t_sw)
 
     def reconfiguration_stall(self, outer):
         """Circuit reconfiguration time charged on a gradient reduction that leaves the domain."""
-        return np.where((self.f == OCS_RECONF) & (outer > 1), self.stall_s, 0.0)
+        return where((self.f == OCS_RECONF) & (outer > 1), self.stall_s, 0.0)
 
     def p2p(self, size_bytes, stride):
         """Point-to-point to the rank ``stride`` away (scale-out part)."""
@@ -154,8 +155,8 @@ class Placement:
             return coll.p2p_s(size_bytes, self.switched_bw(stride, 2.0, p2p=True), self.lat)
         node_stride = np.maximum(np.asarray(stride, dtype=float) / self.domain, 1.0)
         ns, ss = torus.group_dims(node_stride, 2.0, self.dims)
-        hops = sum(np.where(n > 1, s, 0.0) for n, s in zip(ns, ss))
+        hops = sum(where(n > 1, s, 0.0) for n, s in zip(ns, ss))
         link_dir = self.bw / np.maximum(2 * self.active_dims, 1.0)
         bw_t = link_dir / np.maximum(hops, 1.0)
-        bw = np.where(self.is_torus(), bw_t, self.switched_bw(stride, 2.0, p2p=True))
+        bw = where(self.is_torus(), bw_t, self.switched_bw(stride, 2.0, p2p=True))
         return coll.p2p_s(size_bytes, bw, self.lat)

@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import numpy as np
+from hwmodels.select import where
 
 
 def head_dim(m):
@@ -32,23 +33,23 @@ def attention_params(m):
     h, a, d = m.hidden, m.heads, m.head_dim
     gqa = h * a * d + 2.0 * h * m.kv_heads * d + a * d * h
     qk = d + m.rope_head_dim
-    q = np.where(m.q_lora_rank > 0, h * m.q_lora_rank + m.q_lora_rank * a * qk, h * a * qk)
+    q = where(m.q_lora_rank > 0, h * m.q_lora_rank + m.q_lora_rank * a * qk, h * a * qk)
     mla = q + h * (m.kv_lora_rank + m.rope_head_dim) + m.kv_lora_rank * a * 2.0 * d + a * d * h
-    return np.where(is_mla(m), mla, gqa)
+    return where(is_mla(m), mla, gqa)
 
 
 def attention_span(m):
     """Keys a query attends to: the sequence, or the sliding window when it is shorter."""
-    return np.where(m.sliding_window > 0, np.minimum(m.seq_len, m.sliding_window), m.seq_len)
+    return where(m.sliding_window > 0, np.minimum(m.seq_len, m.sliding_window), m.seq_len)
 
 
 def core_width(m):
     """(Q.K width + A.V width) / 2 over all heads: h for standard attention with d_h = h/a;
     MLA: a (2 d_h + d_r) / 2. Attention-core forward FLOPs per token = 4 span core_width."""
-    return np.where(is_mla(m), m.heads * (2.0 * m.head_dim + m.rope_head_dim) / 2.0, m.heads * m.head_dim)
+    return where(is_mla(m), m.heads * (2.0 * m.head_dim + m.rope_head_dim) / 2.0, m.heads * m.head_dim)
 
 
 def kv_width(m):
     """Key + value elements per token and layer that context parallelism exchanges:
     2 g d_h (GQA), or a (d_h + d_r) + a d_h for MLA (up-projected keys and values)."""
-    return np.where(is_mla(m), m.heads * (2.0 * m.head_dim + m.rope_head_dim), 2.0 * m.kv_heads * m.head_dim)
+    return where(is_mla(m), m.heads * (2.0 * m.head_dim + m.rope_head_dim), 2.0 * m.kv_heads * m.head_dim)

@@ -14,6 +14,7 @@ is (``costs.py``): ``E_emb / lifetime x step time`` per step.
 from __future__ import annotations
 
 import numpy as np
+from hwmodels.select import where
 
 from explore.model.costs import SECONDS_PER_YEAR
 from hwmodels import package as hw_package
@@ -72,8 +73,8 @@ def accelerator_design(v: dict, n: int, per_element: bool = True):
 def accelerator_kg(a: dict, m: dict) -> np.ndarray:
     """Embodied kg CO2e of one accelerator: logic dies (ACT), HBM, package per IC, board."""
     dies = logic_die_kg(a["die_area_mm2"], a["node"], m["fab_grid_kg_per_kwh"]) * a["compute_dies"]
-    io_area = np.where(a["io_dies"] > 0, a["io_die_area_mm2"], 1.0)
-    io = np.where(a["io_dies"] > 0, a["io_dies"] * logic_die_kg(io_area, a["io_node"], m["fab_grid_kg_per_kwh"]), 0.0)
+    io_area = where(a["io_dies"] > 0, a["io_die_area_mm2"], 1.0)
+    io = where(a["io_dies"] > 0, a["io_dies"] * logic_die_kg(io_area, a["io_node"], m["fab_grid_kg_per_kwh"]), 0.0)
     hbm = a["hbm_stacks"] * a["hbm_stack_capacity_bytes"] / 1e9 * m["hbm_kg_per_gb"]
     pkg = (a["compute_dies"] + a["io_dies"] + a["hbm_stacks"]) * m["package_kg_per_ic"]
     return dies + io + hbm + pkg + m["board_kg_per_accelerator"]
@@ -85,7 +86,8 @@ def embodied_kg(v: dict, n: int, s, bom: dict) -> dict[str, np.ndarray]:
     Without a catalog perturbation (explore.uncertainty) the accelerator term is computed
     once per catalog part; with one, per design element so that sampled figures apply."""
     from hwmodels.parts import PERTURBATION
-    mfg_id = np.broadcast_to(np.array([MFG]), (n,))
+    # one manufacturing entry: length 1 (broadcasts), per element only while figures are perturbed
+    mfg_id = np.array([MFG]) if PERTURBATION.get() is None else np.broadcast_to(np.array([MFG]), (n,))
     m = {f: lookup("carbon", mfg_id, f) for f in MFG_FIELDS}
     a, code = accelerator_design(v, n, per_element=PERTURBATION.get() is not None)
     if code is None:
@@ -136,7 +138,7 @@ def carbon(v: dict, s, out: dict) -> dict[str, np.ndarray]:
 def _nics(s) -> np.ndarray:
     """NICs of the scale-out fabric (0 for a single scale-up domain), as costs.network_bom counts them."""
     single = s.devices <= s.su_size
-    return np.where(single, 0.0, np.ceil(s.devices * s.nics_per_device))
+    return where(single, 0.0, np.ceil(s.devices * s.nics_per_device))
 
 
 def profile_mean_kg_per_kwh(profile_kg_per_kwh, start_hour, duration_s) -> np.ndarray:

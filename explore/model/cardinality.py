@@ -83,7 +83,7 @@ def take(spec, index):
 
     def one(a):
         if isinstance(a, np.ndarray):
-            return a if a.ndim == 0 or a.shape[0] == 1 else a[index]
+            return a if a.ndim == 0 or a.shape[0] == 1 else np.take(a, index, axis=0)
         if isinstance(a, tuple):
             return tuple(one(x) for x in a)
         if isinstance(a, dict):
@@ -96,7 +96,8 @@ def take(spec, index):
 
 
 DENSE = 4
-"""Largest key space, in multiples of the batch size, that is labelled (see UniqueRows)."""
+"""Largest key space, in multiples of the batch size, that is labelled through a dense table
+(see UniqueRows); a larger one is relabelled by hashing first."""
 
 
 class UniqueRows:
@@ -104,10 +105,12 @@ class UniqueRows:
     combination, ``k`` of them) and ``inverse`` (row -> distinct combination).
 
     Keys are mixed-radix integers of the per-column codes, labelled through a dense table
-    (no sort, no hashing); constant columns cost nothing. When the key space exceeds
-    ``DENSE * n`` the rows are taken as distinct (``inverse`` None, ``k == n``): sorting
-    would cost more than the evaluation it might save. With every column constant,
-    ``k == 1`` and ``inverse`` is None as well."""
+    (no sort); constant columns cost nothing. When the key space would exceed ``DENSE * n``
+    (many columns, or columns that depend on each other such as ``devices = tp pp dp``), the
+    key so far is relabelled to its distinct values by hashing (``pandas.factorize``, linear
+    time), so the key space stays at most the distinct rows so far times the next column's
+    values. When every row is distinct, ``inverse`` is None and ``k == n``; with every column
+    constant, ``k == 1`` and ``inverse`` is None as well."""
 
     def __init__(self, columns, n: int):
         key = np.zeros(1, dtype=np.int64)
@@ -124,11 +127,16 @@ class UniqueRows:
             if not used.all():
                 code = (np.cumsum(used) - 1)[code]
                 m = int(used.sum())
-            radix *= m
-            if radix > DENSE * n:
-                self.index, self.inverse = np.arange(n), None
-                return
             key = key * m + code
+            radix *= m
+            if radix > DENSE * n:                              # relabel the key by hashing
+                import pandas as pd
+                key, uniq = pd.factorize(key)
+                key = key.astype(np.int64, copy=False)
+                radix = len(uniq)
+                if radix == n:                                 # every row distinct already
+                    self.index, self.inverse = np.arange(n), None
+                    return
         if key.size == 1:
             self.index = np.zeros(1, dtype=np.intp)
             self.inverse = None
@@ -146,14 +154,14 @@ class UniqueRows:
     def take(self, a):
         """The distinct rows of a column (a constant stays a constant)."""
         a = np.asarray(a)
-        return a if is_constant(a) or self.inverse is None else a[self.index]
+        return a if is_constant(a) or self.inverse is None else np.take(a, self.index, axis=0)
 
     def gather(self, a):
         """A term evaluated on the distinct rows, back at the batch's rows (constants stay)."""
         a = np.asarray(a)
         if self.inverse is None or is_constant(a):
             return a
-        return a[self.inverse]
+        return np.take(a, self.inverse, axis=0)      # as a[inverse], faster than fancy indexing
 
 
 WORTH_GATHERING = 0.7

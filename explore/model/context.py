@@ -15,13 +15,14 @@ forward. Every exposed second is the part the attention compute does not hide.
 from __future__ import annotations
 
 import numpy as np
+from hwmodels.select import where
 
 from explore.model.attention import kv_width
 
 
 def kv_chunk_bytes(m, micro, cp, tp, element_bytes=2.0):
     """One ring step's key/value block on one rank: (s/cp) b w_kv e / t (heads over the tensor group)."""
-    heads_split = np.where(m.kv_lora_rank > 0, tp, np.minimum(tp, m.kv_heads))
+    heads_split = where(m.kv_lora_rank > 0, tp, np.minimum(tp, m.kv_heads))
     return m.seq_len / cp * micro * kv_width(m) * element_bytes / heads_split
 
 

@@ -14,6 +14,7 @@ docs/reference/hardware.md sec. 7 [E3]); electricity at ``electricity_usd_per_kw
 from __future__ import annotations
 
 import numpy as np
+from hwmodels.select import where
 
 from explore.model.cardinality import UniqueRows, per_rows, sharing_allowed
 from explore.model.system import SystemSpec
@@ -34,16 +35,16 @@ def network_bom(s: SystemSpec) -> dict[str, np.ndarray]:
     net = getattr(s, "network", None)
     if net is not None:
         out, capex, power = _network_bom_per_hardware(s)   # zero for a single domain
-        out["reconfig_s_per_step"] = np.where(single_domain, 0.0, net.reconfigs_per_step * net.ocs_reconfig_s
+        out["reconfig_s_per_step"] = where(single_domain, 0.0, net.reconfigs_per_step * net.ocs_reconfig_s
                                               * (net.family == 5))
-        out["nics"] = np.where(single_domain, 0.0, endpoints)
+        out["nics"] = where(single_domain, 0.0, endpoints)
         out["capex_usd"], out["power_w"] = capex, power
         return out
     # a NIC port faster than the switch port uses several switch ports
     ports_per_nic = np.maximum(np.ceil(s.nic_bandwidth_bps / s.switch_port_bandwidth_bps), 1.0)
     bom = fat_tree.bill_of_materials(endpoints * ports_per_nic, s.switch_radix, s.oversubscription)
-    out = {k: np.where(single_domain, 0.0, v) for k, v in bom.items()} | {
-        "nics": np.where(single_domain, 0.0, endpoints)}
+    out = {k: where(single_domain, 0.0, v) for k, v in bom.items()} | {
+        "nics": where(single_domain, 0.0, endpoints)}
     out["capex_usd"] = {"switches": out["switches"] * s.switch_cost_usd,
                         "transceivers": out["transceivers"] * s.transceiver_cost_usd}
     out["power_w"] = {"switches": out["switches"] * s.switch_power_w,
@@ -74,8 +75,8 @@ def _network_bom_per_hardware(s: SystemSpec):
     def flat(*a):
         counts, capex, power = net_bom.network_bom(*a)
         single = a[1] <= a[2]                       # devices <= scale-up size
-        zero = lambda d: {k: np.where(single, 0.0, v) for k, v in d.items()}  # noqa: E731
-        margin = np.where(single, np.inf, counts.pop("link_budget_margin_db"))
+        zero = lambda d: {k: where(single, 0.0, v) for k, v in d.items()}  # noqa: E731
+        margin = where(single, np.inf, counts.pop("link_budget_margin_db"))
         counts, capex, power = zero(counts), zero(capex), zero(power)
         counts["link_budget_margin_db"] = margin
         return {**{("n", k): v for k, v in counts.items()}, **{("c", k): v for k, v in capex.items()},
@@ -120,13 +121,13 @@ def split_accelerator(s: SystemSpec, capex: dict, energy: dict) -> None:
     cost = {k[len("cost_usd_"):]: v for k, v in hw.items() if k.startswith("cost_usd_")}
     csum = sum(cost.values())
     for k, v in cost.items():
-        capex[k] = total * np.where(csum > 0, v / csum, 0.0)
+        capex[k] = total * where(csum > 0, v / csum, 0.0)
     e_idle, e_busy = energy.pop("accelerators_idle"), energy.pop("accelerators_busy")
     for prefix, e in (("static_power_w_", e_idle), ("dynamic_power_w_", e_busy)):
         parts = {k[len(prefix):]: v for k, v in hw.items() if k.startswith(prefix)}
         psum = sum(parts.values())
         for k, v in parts.items():
-            energy[k] = energy.get(k, 0.0) + e * np.where(psum > 0, v / psum, 0.0)
+            energy[k] = energy.get(k, 0.0) + e * where(psum > 0, v / psum, 0.0)
 
 
 WAIT_POWER_FRACTION_OF_TDP = 0.49

@@ -20,6 +20,7 @@ performance/dl-performance-matrix-multiplication, sections "Math and memory boun
 from __future__ import annotations
 
 import numpy as np
+from hwmodels.select import where
 
 TILE = 128.0
 BYTES = 2.0   # 16-bit operands
@@ -33,7 +34,7 @@ def tile_quantisation(d):
 def layer_gemm_shapes(tokens, hidden, heads, kv_heads, ffn, gated, tp):
     """(M, N, K) of the layer's forward GEMMs on one device (list of four tuples)."""
     kvr = kv_heads / heads
-    up = np.where(gated, 2.0, 1.0) * ffn / tp
+    up = where(gated, 2.0, 1.0) * ffn / tp
     return [(tokens, hidden * (1.0 + 2.0 * kvr) / tp, hidden),
             (tokens, hidden, hidden / tp),
             (tokens, up, hidden),

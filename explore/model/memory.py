@@ -20,6 +20,7 @@ ZeRO shards them (stage 3, 2, 1 respectively).
 from __future__ import annotations
 
 import numpy as np
+from hwmodels.select import where
 
 from explore.model import calibration as cal
 
@@ -39,8 +40,8 @@ def stage_layout(layers, p):
     full = np.ceil(layers / p)
     low = np.floor(layers / p)
     r = layers - p * low
-    first = np.where((r > 0) & (r <= p - 2), low, full)
-    last = np.where(p > 1, low, full)
+    first = where((r > 0) & (r <= p - 2), low, full)
+    last = where(p > 1, low, full)
     return first, full, last
 
 
@@ -48,7 +49,7 @@ def in_flight(p, v, mb, stage):
     """Microbatches whose activations stage ``stage`` holds at its peak (see module docstring)."""
     inter = (v * p + p - 1.0 - 2.0 * stage) / v
     one = p - stage
-    return np.clip(np.where(v > 1, inter, one), 1.0, np.maximum(mb, 1.0))
+    return np.clip(where(v > 1, inter, one), 1.0, np.maximum(mb, 1.0))
 
 
 def state_bytes(params, zero, dp, replica=None, bytes_per_param=(WEIGHT_BYTES, GRAD_BYTES, ADAM_BYTES)):
@@ -60,9 +61,9 @@ def state_bytes(params, zero, dp, replica=None, bytes_per_param=(WEIGHT_BYTES, G
     replica = params if replica is None else replica
     w_b, g_b, o_b = bytes_per_param
     shard = replica / dp
-    w = np.where(zero >= 3, shard, params) * w_b
-    g = np.where(zero >= 2, shard, params) * g_b
-    o = np.where(zero >= 1, shard, params) * o_b
+    w = where(zero >= 3, shard, params) * w_b
+    g = where(zero >= 2, shard, params) * g_b
+    o = where(zero >= 1, shard, params) * o_b
     return w, g, o
 
 
@@ -82,21 +83,37 @@ def peak_memory(act_layer, layer_params, emb_params, logits_bytes, layers, p, v,
     first, full, last = stage_layout(layers, p)
     single = p == 1
     # first stage: embedding (and the untied output layer and logits when p = 1)
-    extra_first = emb_params + np.where(single & untied, emb_params, 0.0)
+    extra_first = emb_params + where(single & untied, emb_params, 0.0)
     p_first = first * layer_params + extra_first
     p_mid = full * layer_params
     p_last = last * layer_params + emb_params
     r_first, r_mid, r_last = first * layer_replica + extra_first, full * layer_replica, last * layer_replica + emb_params
-    a_first = act_layer * first * in_flight(p, v, mb, 0.0) + np.where(single, logits_bytes, 0.0) + work_bytes
-    a_mid = np.where(p > 2, act_layer * full * in_flight(p, v, mb, 1.0) + work_bytes, 0.0)
+    a_first = act_layer * first * in_flight(p, v, mb, 0.0) + where(single, logits_bytes, 0.0) + work_bytes
+    a_mid = where(p > 2, act_layer * full * in_flight(p, v, mb, 1.0) + work_bytes, 0.0)
     a_last = act_layer * last * in_flight(p, v, mb, p - 1.0) + logits_bytes + work_bytes
     parts = []
     for params, replica, act in ((p_first, r_first, a_first), (p_mid, r_mid, a_mid), (p_last, r_last, a_last)):
         w, g, o = state_bytes(params, zero, shard_ranks, replica, bytes_per_param)
         parts.append((w + g + o + act, w, g, o, act))
-    parts[1] = tuple(np.where(p > 2, x, 0.0) for x in parts[1])
-    totals = np.stack([q[0] for q in parts])
-    k = np.argmax(totals, axis=0)
-    pick = lambda j: np.choose(k, [q[j] for q in parts])  # noqa: E731
+    parts[1] = tuple(where(p > 2, x, 0.0) for x in parts[1])
+    # the peak stage: the first largest total (np.argmax over the stages, a NaN counting as the
+    # largest), as comparisons and selects (argmax over a short axis and np.choose cost ~10x)
+    best, k1, k2 = parts[0][0], None, None
+    for j, t in ((1, parts[1][0]), (2, parts[2][0])):
+        t = np.asarray(t)
+        nb = np.isnan(best)
+        up = (t > best) | (np.isnan(t) & ~nb)
+        best = where(up, t, best)
+        if j == 1:
+            k1 = up
+        else:
+            k2 = up
+
+    def pick(j):
+        a0, a1, a2 = (np.asarray(q[j], dtype=float) for q in parts)
+        shape = np.broadcast_shapes(a0.shape, a1.shape, a2.shape, np.shape(k1), np.shape(k2))
+        a0, a1, a2 = (np.broadcast_to(a, shape) if a.shape != shape else a for a in (a0, a1, a2))
+        return where(np.broadcast_to(k2, shape) if np.shape(k2) != shape else k2, a2,
+                     where(np.broadcast_to(k1, shape) if np.shape(k1) != shape else k1, a1, a0))
     return {"total": pick(0) + cal.MEMORY_RESERVED_BYTES, "weights": pick(1), "gradients": pick(2),
             "optimizer": pick(3), "activations": pick(4)}

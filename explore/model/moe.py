@@ -27,6 +27,7 @@ compute and the all-to-all buffer.
 from __future__ import annotations
 
 import numpy as np
+from hwmodels.select import where
 
 COMM_SM_SHARE = 20.0 / 132.0
 """Share of the accelerator's SMs that all-to-all kernels occupy while they overlap compute:
@@ -38,7 +39,7 @@ def overlapped_exposed(a2a_s, window_s, overlap):
     """Exposed all-to-all time: all of it without overlap; with overlap, the part the compute
     window does not hide plus COMM_SM_SHARE of the hidden part (compute on fewer SMs)."""
     hidden = np.minimum(a2a_s, window_s)
-    return np.where(overlap, a2a_s - hidden + COMM_SM_SHARE * hidden, a2a_s)
+    return where(overlap, a2a_s - hidden + COMM_SM_SHARE * hidden, a2a_s)
 
 
 def is_moe(m):
@@ -47,7 +48,7 @@ def is_moe(m):
 
 def moe_layer_fraction(m):
     """Share of layers that are MoE: (L - dense_layers) / L, 0 for a dense model."""
-    return np.where(is_moe(m), (m.layers - m.dense_layers) / m.layers, 0.0)
+    return where(is_moe(m), (m.layers - m.dense_layers) / m.layers, 0.0)
 
 
 def moe_layers(m):
@@ -103,7 +104,7 @@ def remote_domains_hit(m, domains):
     miss = np.ones_like(e * g)
     for i in range(int(np.max(k))):
         term = np.clip((e - e / g - i) / np.maximum(e - i, 1.0), 0.0, 1.0)
-        miss = miss * np.where(i < k, term, 1.0)
+        miss = miss * where(i < k, term, 1.0)
     return (g - 1.0) * (1.0 - miss)
 
 
@@ -114,4 +115,4 @@ def scale_out_copy_fraction(m, ep, inner, deepep):
     ep = np.asarray(ep, dtype=float)
     per_copy = (ep - inner) / ep
     dedup = remote_domains_hit(m, ep / inner) / m.top_k
-    return np.where(deepep, np.minimum(dedup, per_copy), per_copy)
+    return where(deepep, np.minimum(dedup, per_copy), per_copy)

@@ -35,6 +35,7 @@ from explore.model.memory import LOGIT_BYTES
 from dataclasses import dataclass
 
 import numpy as np
+from hwmodels.select import where
 
 from explore.model.cardinality import fit
 
@@ -66,12 +67,12 @@ class Recipe:
         fp4 = prec == "fp4"
         fp8 = (prec == "fp8") | fp4            # low-precision GEMMs (the peak is the system's)
         code = sum(i * (np.asarray(v["training.fp8_recipe"]) == name) for i, name in enumerate(RECIPES))
-        moments = np.where(np.asarray(v["training.optimizer_moments"]) == "bf16", 4.0, 8.0)
-        dispatch = np.where(fp8 & np.asarray(v["training.fp8_dispatch"], bool), FP8_DISPATCH_BYTES, 2.0)
+        moments = where(np.asarray(v["training.optimizer_moments"]) == "bf16", 4.0, 8.0)
+        dispatch = where(fp8 & np.asarray(v["training.fp8_dispatch"], bool), FP8_DISPATCH_BYTES, 2.0)
         return cls(fp8=fp8,
-                   other_peak_flops=b(np.where(fp8, system.peak_flops_bf16, system.peak_flops)),
-                   cast_bytes_per_element=b(np.where(fp4, NVFP4_CAST_BYTES_PER_ELEMENT,
-                                                     np.where(fp8, CAST_BYTES_PER_ELEMENT[code], 0.0))),
+                   other_peak_flops=b(where(fp8, system.peak_flops_bf16, system.peak_flops)),
+                   cast_bytes_per_element=b(where(fp4, NVFP4_CAST_BYTES_PER_ELEMENT,
+                                                     where(fp8, CAST_BYTES_PER_ELEMENT[code], 0.0))),
                    weight_bytes=b(2.0), grad_bytes=b(4.0),
                    optimizer_bytes=b(4.0 + moments), dispatch_bytes=b(dispatch), combine_bytes=b(2.0),
                    logit_bytes=b(np.where(np.asarray(v["training.loss"]) == "unfused",
@@ -93,7 +94,7 @@ def cast_elements_per_token_layer(m, mlp_inner_width=None):
     1 plain: fc1 output width k_f f): 2 h + (1 + k_f) f, once per routed copy (top_k x capacity_factor)
     and shared expert in MoE layers (mean over layers)."""
     from explore.model import moe as _moe
-    kf = np.where(m.gated_mlp, 2.0, 1.0)
+    kf = where(m.gated_mlp, 2.0, 1.0)
     mlp = lambda f: 2.0 * m.hidden + (1.0 + kf) * f  # noqa: E731
     moe_layer = (m.top_k * m.capacity_factor + m.shared_experts) * mlp(m.moe_ffn_hidden)
     return 4.0 * m.hidden + _moe.mean_over_layers(m, moe_layer, mlp(m.ffn_hidden))

@@ -25,6 +25,7 @@ import tomllib
 from pathlib import Path
 
 import numpy as np
+from hwmodels.select import where
 
 CHECKPOINT_BYTES_PER_PARAM = 14.0
 """bf16 weights (2 B) + fp32 master weights, Adam m and v (12 B), written once per checkpoint."""
@@ -62,10 +63,10 @@ def interruption_rates(devices, nics_per_device, network_fit) -> dict[str, np.nd
 def goodput(devices, interruptions_per_device_hour, total_params, write_bps_per_device, restart_s):
     """Returns (goodput fraction, checkpoint interval s, checkpoint time s, MTBI s)."""
     rate_per_s = np.asarray(devices) * np.asarray(interruptions_per_device_hour) / 3600.0
-    mtbi = np.where(rate_per_s > 0, 1.0 / np.maximum(rate_per_s, 1e-300), np.inf)
+    mtbi = where(rate_per_s > 0, 1.0 / np.maximum(rate_per_s, 1e-300), np.inf)
     delta = CHECKPOINT_BYTES_PER_PARAM * np.asarray(total_params) * 8.0 / (
         np.asarray(devices) * np.asarray(write_bps_per_device))
     tau = np.sqrt(2.0 * delta * mtbi)
     with np.errstate(invalid="ignore", divide="ignore"):
-        waste = np.where(np.isfinite(mtbi), delta / tau + (tau / 2.0 + restart_s) / mtbi, 0.0)
+        waste = where(np.isfinite(mtbi), delta / tau + (tau / 2.0 + restart_s) / mtbi, 0.0)
     return 1.0 - waste, tau, delta, mtbi

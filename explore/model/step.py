@@ -29,6 +29,7 @@ the peak of non-GEMM work, the FP8 quantization traffic and bytes per parameter.
 from __future__ import annotations
 
 import numpy as np
+from hwmodels.select import where
 
 from explore.model import calibration as cal
 from explore.model import gemm, memory, overlap
@@ -48,7 +49,7 @@ ACT_BYTES = 2.0  # 16-bit activations exchanged between ranks
 
 def _share(part, whole):
     """part / whole, 0 where whole is 0 (issue 11 breakdown split)."""
-    return np.where(whole > 0, part / np.where(whole > 0, whole, 1.0), 0.0)
+    return where(whole > 0, part / where(whole > 0, whole, 1.0), 0.0)
 
 
 def stage_layers(m: ModelSpec, plan: ParallelPlan):
@@ -79,29 +80,29 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     gemm_flops = layer_gemm_flops_per_token(m) * tokens_mb / t
     attn_flops = layer_attention_flops_per_token(m) * tokens_mb / t
     # a fused causal kernel skips the masked half of the score tiles (its executed FLOPs)
-    attn_exec = np.where(flash, layer_attention_flops_per_token(m, causal=True) * tokens_mb / t, attn_flops)
+    attn_exec = where(flash, layer_attention_flops_per_token(m, causal=True) * tokens_mb / t, attn_flops)
     shapes = gemm.layer_gemm_shapes(tokens_mb, h, m.heads, m.kv_heads, mlp_inner_width(m), m.gated_mlp, t)
     # the dense shapes set the rate; issue 11's FLOPs (routed experts, the busiest expert's extra
     # tokens at capacity_factor, MLA widths) scale the time by their ratio to the shapes' FLOPs
     gemm_time_flops = gemm_flops + 2.0 * moe.imbalance_extra_active_params(
-        m, np.where(m.gated_mlp, 3.0, 2.0)) * tokens_mb / t
+        m, where(m.gated_mlp, 3.0, 2.0)) * tokens_mb / t
     shape_flops = sum(2.0 * mm * nn * kk for mm, nn, kk in shapes)
     t_gemm = (gemm.gemm_time_s(shapes, peak, c.gemm_efficiency, hbm) * _share(gemm_time_flops, shape_flops)
               + 4 * c.gemm_overhead_s)
-    t_attn = np.where(flash, attn_exec / (peak_other * c.gemm_efficiency * c.flash_attention_efficiency),
+    t_attn = where(flash, attn_exec / (peak_other * c.gemm_efficiency * c.flash_attention_efficiency),
                       attn_flops / (peak_other * c.gemm_efficiency) + 2 * c.gemm_overhead_s)
     sbh = tokens_mb * h
     f = mlp_inner_width(m)
-    act_fn_bytes = np.where(m.gated_mlp, 6.0, 4.0) * tokens_mb * f / t
-    repl_bytes = cal.MEMBOUND_BYTES_PER_SBH_REPLICATED * sbh / np.where(sp, t, 1.0)
-    softmax_bytes = np.where(flash, 0.0, cal.SOFTMAX_BYTES_PER_SCORE * m.heads * sq * tokens_mb / t)
+    act_fn_bytes = where(m.gated_mlp, 6.0, 4.0) * tokens_mb * f / t
+    repl_bytes = cal.MEMBOUND_BYTES_PER_SBH_REPLICATED * sbh / where(sp, t, 1.0)
+    softmax_bytes = where(flash, 0.0, cal.SOFTMAX_BYTES_PER_SCORE * m.heads * sq * tokens_mb / t)
     cast_bytes = recipe.cast_bytes_per_element * cast_elements_per_token_layer(m) * tokens_mb / t  # issue 11
     t_mem = (act_fn_bytes + repl_bytes + cast_bytes) / hbm
     t_softmax = softmax_bytes / hbm
     tp_bytes = ACT_BYTES * sbh
-    tp_collective = np.where(sp, 2 * fab.all_gather(tp_bytes, 1.0, t) + 2 * fab.reduce_scatter(tp_bytes, 1.0, t),
+    tp_collective = where(sp, 2 * fab.all_gather(tp_bytes, 1.0, t) + 2 * fab.reduce_scatter(tp_bytes, 1.0, t),
                              2 * fab.all_reduce(tp_bytes, 1.0, t))
-    tp_collective = np.where(t > 1, tp_collective, 0.0)
+    tp_collective = where(t > 1, tp_collective, 0.0)
     kappa = c.overlap_slowdown
 
     # --- one layer's wall time (forward, backward, recompute) with its TP collectives: exposed,
@@ -121,12 +122,12 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     if np.any(ep > 1):  # dispatch + combine as one exchange of both buffers (alpha counted twice)
         out_frac = moe.scale_out_copy_fraction(m, ep, group_span(etp, ep, fab.domain)[0], plan.deepep)
         both = moe.a2a_buffer_bytes(m, tokens_rank, recipe.dispatch_bytes + recipe.combine_bytes)
-        a2a_fwd = moe.moe_layer_fraction(m) * np.where(ep > 1, fab.all_to_all(both, etp, ep, out_frac, 2.0), 0.0)
+        a2a_fwd = moe.moe_layer_fraction(m) * where(ep > 1, fab.all_to_all(both, etp, ep, out_frac, 2.0), 0.0)
     a2a_exp_fwd = moe.overlapped_exposed(a2a_fwd, fwd_compute, plan.overlap_moe_comm)
     a2a_exp_bwd = moe.overlapped_exposed(a2a_fwd, bwd_compute, plan.overlap_moe_comm)
     # ring attention: cp - 1 key/value blocks per layer (2x backward) to the next cp rank (stride tp),
     # overlapped with the attention blocks they feed
-    ring_fwd = (np.where(cp > 1, (cp - 1) * fab.p2p(ctx.kv_chunk_bytes(m, b, cp, t, ACT_BYTES), t), 0.0)
+    ring_fwd = (where(cp > 1, (cp - 1) * fab.p2p(ctx.kv_chunk_bytes(m, b, cp, t, ACT_BYTES), t), 0.0)
                 if np.any(cp > 1) else np.zeros_like(tokens_rank))
     ring_exp_fwd = np.maximum(ring_fwd - t_attn, 0.0)
     ring_exp_bwd = np.maximum(2.0 * ring_fwd - 2.0 * t_attn, 0.0)
@@ -135,14 +136,14 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     # --- end issue 11
 
     ov_tp = plan.overlap_tp_comm
-    fwd_wall = np.where(ov_tp, overlap.hide(t_gemm, tp_collective, kappa) + other_fwd,
+    fwd_wall = where(ov_tp, overlap.hide(t_gemm, tp_collective, kappa) + other_fwd,
                         fwd_compute + tp_collective) + frontier_fwd
-    bwd_wall = np.where(ov_tp, overlap.hide(2.0 * t_gemm, tp_collective, kappa) + 2.0 * other_fwd,
+    bwd_wall = where(ov_tp, overlap.hide(2.0 * t_gemm, tp_collective, kappa) + 2.0 * other_fwd,
                         bwd_compute + tp_collective) + frontier_bwd
     rc_full = plan.recompute == 2
     rc_sel = plan.recompute == 1
-    rc_compute = np.where(rc_full, fwd_compute, np.where(rc_sel, t_attn + t_softmax, 0.0))
-    rc_wall = np.where(rc_full, fwd_wall, rc_compute)
+    rc_compute = where(rc_full, fwd_compute, where(rc_sel, t_attn + t_softmax, 0.0))
+    rc_wall = where(rc_full, fwd_wall, rc_compute)
 
     # --- output layer (last stage): logits GEMM, cross-entropy; embedding lookup is negligible
     logit_flops = logits_flops_per_token(m) * tokens_mb / t
@@ -159,13 +160,13 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     t_stage = t_fwd_stage + t_bwd_stage
     last_fwd = n_full * fwd_wall < n_last * fwd_wall + head_fwd
     last_bwd = n_full * (bwd_wall + rc_wall) < n_last * (bwd_wall + rc_wall) + head_bwd
-    compute_stage = (np.where(last_fwd, n_last * fwd_compute + head_fwd, n_full * fwd_compute)
-                     + np.where(last_bwd, n_last * (bwd_compute + rc_compute) + head_bwd,
+    compute_stage = (where(last_fwd, n_last * fwd_compute + head_fwd, n_full * fwd_compute)
+                     + where(last_bwd, n_last * (bwd_compute + rc_compute) + head_bwd,
                                 n_full * (bwd_compute + rc_compute)))
 
     # issue 11: the layer's exposed communication and the MoE / ring-attention parts of it
     layer_comm = (fwd_wall - fwd_compute) + (bwd_wall - bwd_compute) + (rc_wall - rc_compute)
-    rc_twice = np.where(rc_full, 2.0, 1.0)
+    rc_twice = where(rc_full, 2.0, 1.0)
     moe_layer = a2a_exp_fwd * rc_twice + a2a_exp_bwd
     cp_layer = ring_exp_fwd * rc_twice + ring_exp_bwd
 
@@ -177,16 +178,16 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     # point-to-point between stages: scatter-gather over the tensor group (Narayanan et al. 2021 Sec. 4.1)
     p2p_bytes = ACT_BYTES * sbh / t
     pp_stride = t * plan.cp * plan.dp
-    t_p2p = np.where(p > 1, 2.0 * (v * mb + p - 1) * fab.p2p(p2p_bytes, pp_stride), 0.0)
+    t_p2p = where(p > 1, 2.0 * (v * mb + p - 1) * fab.p2p(p2p_bytes, pp_stride), 0.0)
 
     # --- parameters per device (fullest stage, incl. embedding on stage 0 / head when pp = 1)
     emb = m.vocab * m.hidden
     untied = ~m.tied_embeddings
-    params_full = n_full * layer_params(m) / t + emb / t + np.where((p == 1) & untied, emb / t, 0.0)
+    params_full = n_full * layer_params(m) / t + emb / t + where((p == 1) & untied, emb / t, 0.0)
     params_last = n_last * layer_params(m) / t + emb / t  # output layer (a tied copy, too)
     # issue 11: routed experts are split over etp*ep ranks instead of tp (moe.py); sharded
     # states see every replica's share
-    expert_total = moe.expert_params_per_layer(m, np.where(m.gated_mlp, 3.0, 2.0))
+    expert_total = moe.expert_params_per_layer(m, where(m.gated_mlp, 3.0, 2.0))
     params_full_replica, params_last_replica = params_full, params_last
     expert_shard = 1.0 / t - 1.0 / (plan.etp * ep)
     params_full = params_full - n_full * expert_total * expert_shard
@@ -204,23 +205,23 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     zero = plan.zero
     eg = plan.etp * ep
     sep = eg != t
-    exp_dev = np.where(sep, n_full * expert_total / eg, 0.0)
+    exp_dev = where(sep, n_full * expert_total / eg, 0.0)
     dense_dev = params_dev - exp_dev
     dpc, edp = dp * cp, t * dp * cp / eg
     on = dpc > 1
     on_e = sep & (edp > 1)
     z3 = (zero == 3) & (on | on_e)
-    rs_times = np.where(zero >= 2, mb, 1.0)
+    rs_times = where(zero >= 2, mb, 1.0)
 
     def dp_group(size, stride, n, active):
         """(reduce time per pass, its last bucket, ZeRO-1/2 gather, one layer's ZeRO-3 gather)."""
         buckets = np.maximum(np.ceil(size / plan.grad_bucket_params), 1.0)
-        calls = np.where(zero == 3, n_full, buckets)
-        red = np.where(zero >= 1, fab.reduce_scatter(size * plan.grad_reduce_bytes, stride, n, calls),
+        calls = where(zero == 3, n_full, buckets)
+        red = where(zero >= 1, fab.reduce_scatter(size * plan.grad_reduce_bytes, stride, n, calls),
                        fab.all_reduce(size * plan.grad_reduce_bytes, stride, n, calls))
-        red = np.where(active, red, 0.0)
-        ag = np.where(active & (zero >= 1) & (zero <= 2), fab.all_gather(size * 2.0, stride, n, buckets), 0.0)
-        layer = np.where(active, fab.all_gather(size * 2.0 / n_full, stride, n), 0.0)
+        red = where(active, red, 0.0)
+        ag = where(active & (zero >= 1) & (zero <= 2), fab.all_gather(size * 2.0, stride, n, buckets), 0.0)
+        layer = where(active, fab.all_gather(size * 2.0 / n_full, stride, n), 0.0)
         return red, red / calls, ag, layer
 
     rs_once, rs_last, t_ag, z3_layer = dp_group(dense_dev, t, dpc, on)
@@ -228,8 +229,8 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
         e = dp_group(exp_dev, eg, edp, on_e)
         rs_once, rs_last, t_ag, z3_layer = (rs_once + e[0], rs_last + e[1], t_ag + e[2], z3_layer + e[3])
     t_rs = rs_times * rs_once
-    t_z3 = np.where(z3, 2.0 * mb * n_full * z3_layer, 0.0)
-    stall = np.where(on, fab.reconfiguration_stall(t, dpc), 0.0)
+    t_z3 = where(z3, 2.0 * mb * n_full * z3_layer, 0.0)
+    stall = where(on, fab.reconfiguration_stall(t, dpc), 0.0)
 
     # --- the step as scheduled streams on the data-parallel link (explore.model.overlap): the
     # gradient reduction runs under the last backward slot (ZeRO-2/3: under every backward slot),
@@ -237,19 +238,19 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     # (prefetched one layer ahead: each microbatch's first gather is exposed); the link
     # serialises them and the last gradient bucket starts when the compute ends
     compute_wall = pipe_steady + bubble + t_p2p
-    before_rs = compute_wall - np.where(zero >= 2, mb, 1.0) * t_bwd_stage
+    before_rs = compute_wall - where(zero >= 2, mb, 1.0) * t_bwd_stage
     ov_rs, ov_ag = plan.overlap_grad_reduce, plan.overlap_param_gather
-    s_rs = np.where(ov_rs, t_rs, 0.0)
-    s_ag = np.where(ov_ag, t_ag, 0.0)
-    s_z3 = np.where(ov_ag, t_z3, 0.0)
+    s_rs = where(ov_rs, t_rs, 0.0)
+    s_ag = where(ov_ag, t_ag, 0.0)
+    s_z3 = where(ov_ag, t_z3, 0.0)
     streams = [(s_rs, before_rs), (s_ag, compute_wall - t_fwd_stage), (s_z3, np.zeros_like(compute_wall))]
-    bounds = [compute_wall + np.where(ov_rs, rs_last, 0.0),
-              compute_wall + np.where(ov_ag & z3, mb * z3_layer, 0.0)]
+    bounds = [compute_wall + where(ov_rs, rs_last, 0.0),
+              compute_wall + where(ov_ag & z3, mb * z3_layer, 0.0)]
     wall, _ = overlap.nested(compute_wall, streams, kappa, bounds)
-    dp_serial = np.where(ov_rs, 0.0, t_rs) + np.where(ov_ag, 0.0, t_ag) + stall
-    z3_serial = np.where(ov_ag, 0.0, t_z3)
+    dp_serial = where(ov_rs, 0.0, t_rs) + where(ov_ag, 0.0, t_ag) + stall
+    z3_serial = where(ov_ag, 0.0, t_z3)
     ov_total = s_rs + s_ag + s_z3
-    z3_share = np.where(ov_total > 0, s_z3 / np.where(ov_total > 0, ov_total, 1.0), 0.0)
+    z3_share = where(ov_total > 0, s_z3 / where(ov_total > 0, ov_total, 1.0), 0.0)
     overlap_cost = wall - compute_wall           # exposed + slowdown of the overlapped streams
     dp_exposed = dp_serial + (1.0 - z3_share) * overlap_cost
     z3_exposed = z3_serial + z3_share * overlap_cost
@@ -257,7 +258,7 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     # --- optimizer step (memory-bound), states sharded by ZeRO >= 1
     # issue 11: ZeRO shards over dp*cp ranks; with ep the shard is the unsplit replica / (dp*cp)
     params_replica = np.maximum(params_full_replica, params_last_replica)
-    opt_params = np.where(zero >= 1, params_replica / dpc, params_dev)
+    opt_params = where(zero >= 1, params_replica / dpc, params_dev)
     t_opt = cal.OPTIMIZER_BYTES_PER_PARAM * opt_params / hbm
 
     step = wall + dp_serial + z3_serial + t_opt
@@ -275,7 +276,7 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     mem = mem_parts["total"]
 
     # --- FLOPs actually executed per device per step (hardware FLOPs, incl. recompute)
-    rc_flops = np.where(rc_full, gemm_flops + attn_flops, np.where(rc_sel, attn_flops, 0.0))
+    rc_flops = where(rc_full, gemm_flops + attn_flops, where(rc_sel, attn_flops, 0.0))
     hw_flops_layer = 3.0 * (gemm_flops + attn_flops) + rc_flops
     busy = mb * compute_stage + t_opt
 
@@ -299,5 +300,5 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
         "memory_bytes_gradients": mem_parts["gradients"],
         "memory_bytes_optimizer": mem_parts["optimizer"],
         "memory_bytes_activations": mem_parts["activations"],
-        "bytes_scale_out_per_device": grad_bytes * 2 + np.where(p > 1, 2 * v * mb * p2p_bytes, 0.0),
+        "bytes_scale_out_per_device": grad_bytes * 2 + where(p > 1, 2 * v * mb * p2p_bytes, 0.0),
     }

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from hwmodels.select import where
 
 from explore.model import attention as _attn  # issue 11
 from explore.model import moe as _moe          # issue 11
@@ -77,7 +78,7 @@ class ModelSpec:
 
 
 def _mats(gated):
-    return np.where(gated, 3.0, 2.0)
+    return where(gated, 3.0, 2.0)
 
 
 def attention_params(m: ModelSpec):
@@ -119,7 +120,7 @@ def layer_params(m: ModelSpec):
 
 def embedding_params(m: ModelSpec):
     """Input embedding V h, plus an untied output projection V h."""
-    return m.vocab * m.hidden * np.where(m.tied_embeddings, 1.0, 2.0)
+    return m.vocab * m.hidden * where(m.tied_embeddings, 1.0, 2.0)
 
 
 def total_params(m: ModelSpec):
@@ -147,8 +148,8 @@ def layer_attention_flops_per_token(m: ModelSpec, causal=False):
     figures do."""
     span = _attn.attention_span(m)
     full = 4.0 * span * _attn.core_width(m)
-    frac = np.where(span < m.seq_len, 1.0, np.minimum(0.5 * (1.0 + CAUSAL_TILE / m.seq_len), 1.0))
-    return np.where(causal, frac * full, full)
+    frac = where(span < m.seq_len, 1.0, np.minimum(0.5 * (1.0 + CAUSAL_TILE / m.seq_len), 1.0))
+    return where(causal, frac * full, full)
 
 
 def logits_flops_per_token(m: ModelSpec):
@@ -190,10 +191,10 @@ def activation_bytes_per_layer(m: ModelSpec, micro, tp, sp, recompute, flash):
     kvr = m.kv_heads / m.heads
     f = mlp_inner_width(m)
     replicated = 10.0 * sbh                       # norm inputs, QKV and MLP inputs, dropout masks
-    mlp_inner = np.where(m.gated_mlp, 6.0, 4.0) * m.seq_len * micro * f
+    mlp_inner = where(m.gated_mlp, 6.0, 4.0) * m.seq_len * micro * f
     sharded = (4.0 + 4.0 * kvr) * sbh + mlp_inner
     scores = 5.0 * m.heads * m.seq_len ** 2 * micro
-    scores = np.where(flash | (recompute >= 1), 0.0, scores)
-    per_layer = np.where(sp, (replicated + sharded + scores) / tp, replicated + (sharded + scores) / tp)
-    full = np.where(sp, 2.0 * sbh / tp, 2.0 * sbh)
-    return np.where(recompute == 2, full, per_layer)
+    scores = where(flash | (recompute >= 1), 0.0, scores)
+    per_layer = where(sp, (replicated + sharded + scores) / tp, replicated + (sharded + scores) / tp)
+    full = where(sp, 2.0 * sbh / tp, 2.0 * sbh)
+    return where(recompute == 2, full, per_layer)

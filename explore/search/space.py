@@ -42,6 +42,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from hwmodels.select import where
 import xarray as xr
 
 from explore.search.expression import Expression
@@ -246,8 +248,7 @@ class Space:
         for k, var in ds.data_vars.items():
             a = new.get(k, var.values)
             if invalid.any() and a.dtype.kind == "f":
-                a = a.copy()
-                a[invalid] = np.nan
+                a = where(invalid, np.nan, a)       # a new array (np.where's result, faster)
             data[k] = (("design",), a, r_attrs if k == "reason" else var.attrs)
         ds = xr.Dataset(data, coords=ds.coords, attrs=ds.attrs)
         coords = {}

@@ -33,6 +33,26 @@ def test_unique_rows_give_up_on_distinct_batches():
     assert rows.inverse is None and rows.k == n
 
 
+def test_unique_rows_with_dependent_columns_beyond_the_dense_table():
+    """Columns whose mixed-radix key space exceeds DENSE * n although the rows repeat (a product
+    column as devices = tp x pp x dp, a wide integer range): relabelled by hashing, the rows are
+    still found shared, with the same partition as numpy's row-wise unique."""
+    rng = np.random.default_rng(5)
+    n = 2000
+    tp, pp, dp = rng.choice([1, 2, 4, 8], n), rng.choice([1, 3, 5, 96], n), rng.choice([1, 7, 64], n)
+    cols = [tp, pp, dp, tp * pp * dp, dp * rng.choice([10, 1000], n)]
+    radix = 1
+    for c in cols:
+        radix *= len(np.unique(c))
+    assert radix > card.DENSE * n                   # the dense table alone would give up
+    rows = card.UniqueRows(cols, n)
+    want, inv = np.unique(np.column_stack(cols), axis=0, return_inverse=True)
+    assert rows.k == len(want) < n
+    assert len(set(zip(rows.inverse.tolist(), inv.ravel().tolist()))) == rows.k
+    for c in cols:
+        assert np.array_equal(c[rows.index][rows.inverse], c)
+
+
 @pytest.mark.parametrize("values", [np.array([3, 3, 9, 3]), np.array([0.5, 2.0, 0.5, 0.25]),
                                     np.array(["b", "a", "b", "c"], dtype=object)])
 def test_codes_label_equal_values_equally(values):
