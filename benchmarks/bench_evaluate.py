@@ -66,10 +66,14 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=100_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--frontier", action="store_true", help="MoE + EP + CP + FP8 plans (issue 11)")
+    ap.add_argument("--default-malloc", action="store_true",
+                    help="leave glibc malloc alone (default: explore.allocator.keep_freed_memory)")
     ap.add_argument("--mixed-networks", action="store_true",
                     help="with --frontier: fat-tree, torus and OCS-circuit designs mixed (default: fat-tree, "
                          "oversubscribed 1-4x, as the 175B benchmark)")
     a = ap.parse_args()
+    from explore.allocator import keep_freed_memory
+    reuse = False if a.default_malloc else keep_freed_memory()
     if a.frontier:
         def make(n):
             return random_frontier_plans(n, mixed_networks=a.mixed_networks)
@@ -89,7 +93,8 @@ def main() -> None:
         active = (ds["time_s_moe_comm"] > 0) & (ds["time_s_cp_comm"] >= 0) & rules_ok
         print(f"rule-valid with exposed MoE all-to-all: {int(active.sum())}")
     print(f"best of {a.repeat}: {best:.3f} s  ->  {a.n / best:,.0f} design points/s "
-          f"(CPU time {cpu:.3f} s -> {a.n / cpu:,.0f}/s; load average {os.getloadavg()[0]:.1f})")
+          f"(CPU time {cpu:.3f} s -> {a.n / cpu:,.0f}/s; load average {os.getloadavg()[0]:.1f}; "
+          f"freed memory {'reused' if reuse else 'returned (default malloc)'})")
 
 
 if __name__ == "__main__":

@@ -9,8 +9,13 @@ CPU with the settings below; a compiled select of 110,592 elements: 0.5 ms with 
 pages, 0.1 ms with reused ones). ``keep_freed_memory`` sets ``M_MMAP_THRESHOLD`` to 32 MB
 (glibc's largest on 64-bit) and ``M_TRIM_THRESHOLD`` to 256 MB with ``mallopt(3)``, once
 per process; the resident size then stays near the process's peak instead of shrinking
-between batches. Results do not change. Set ``LIGHTPATH_MALLOC=default`` to leave malloc
-alone; on a system without glibc nothing happens.
+between batches. Results do not change.
+
+Opt-in, as it changes malloc for the whole process (a library should not on import): call
+``keep_freed_memory()`` or set ``LIGHTPATH_MALLOC=reuse`` (applied when ``explore.evaluate``
+is imported); ``LIGHTPATH_MALLOC=default`` makes ``keep_freed_memory`` a no-op.
+``benchmarks/bench_evaluate.py`` applies it unless ``--default-malloc``. On a system without
+glibc nothing happens.
 """
 from __future__ import annotations
 

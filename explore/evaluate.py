@@ -11,6 +11,8 @@ no mask. Units parse with ``explore.units.registry()`` (pint).
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 from hwmodels.select import where
 import xarray as xr
@@ -32,7 +34,8 @@ from explore.model.precision import Recipe  # issue 11
 from explore.units import input_units
 from explore.allocator import keep_freed_memory
 
-keep_freed_memory()   # batches reuse freed array memory (no page fault per new array)
+if os.environ.get("LIGHTPATH_MALLOC", "").lower() == "reuse":
+    keep_freed_memory()   # opt-in: batches reuse freed array memory (no page fault per new array)
 
 UNITS = {
     "step_time_s": "s", "tokens_per_s": "token/s", "model_flops_per_s_per_device": "FLOP/s",
