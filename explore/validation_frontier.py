@@ -57,9 +57,9 @@ RECIPE_FACTS = {  # published per-run configuration beyond the CSV columns: (fac
                                             MBRIDGE_QWEN3 + " QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_FP8_CS_V2: etp 1, "
                                             "alltoall dispatcher, moe_a2a_overlap True"),
     "mcoremoe_h100_qwen3_235b_bf16_256": (dict(etp=1, moe_dispatcher="deepep", overlap_moe_comm=False),
-                                          "yanring/Megatron-MoE-ModelZoo:best_practice/qwen3/readme.md: DeepEP, EDP 1, ETP 1"),
+                                          "yanring/Megatron-MoE-ModelZoo:best_practice/qwen3 (its readme): DeepEP, EDP 1, ETP 1"),
     "mcoremoe_h100_qwen3_235b_bf16_256_a2aoverlap": (dict(etp=1, moe_dispatcher="deepep", overlap_moe_comm=True),
-                                                     "yanring/Megatron-MoE-ModelZoo:best_practice/qwen3/readme.md: DeepEP, "
+                                                     "yanring/Megatron-MoE-ModelZoo:best_practice/qwen3 (its readme): DeepEP, "
                                                      "ETP 1, 1F1B EP A2A overlap"),
     "deepseekv3_prod_h800_2048": (dict(moe_dispatcher="deepep", overlap_moe_comm=True),
                                   "DeepSeek-V3 (arXiv:2412.19437) Sec. 3.2: DualPipe overlaps the all-to-all with "
