@@ -93,8 +93,8 @@ per accelerator less the GPU TDP and the NVSwitch and NIC shares). Epoch AI's
 ``server_TDP_fraction`` for GPU servers (epoch-research/training-cost-trends energy.py,
 docs/reference/hardware.md sec. 7 [E2]): servers draw 75 % of their rated power during
 training. Measured on an 8-GPU H100 node training Llama2-13b and ResNet (Latif et al. 2024,
-arXiv:2412.08602, abstract): at most ~8.4 kW of the rated 10.2 kW (82 %) with the GPUs near
-full utilisation; Newkirk et al. 2025 (arXiv:2506.14551, abstract): 76 % of 10.2 kW for
+arXiv:2412.08602, abstract; [E5]): at most ~8.4 kW of the rated 10.2 kW (82 %) with the GPUs near
+full utilisation; Newkirk et al. 2025 (arXiv:2506.14551, abstract; [E6]): 76 % of 10.2 kW for
 compute-intensive training. Applied to the host alone, which is conservative: the GPUs, whose
 power lightpath models from the step's busy and waiting time, draw nearer their TDP than the
 node does its rating."""
