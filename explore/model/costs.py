@@ -3,11 +3,12 @@
 Accelerator power: idle power all the time, plus (TDP - idle) while computing
 (the step model's busy time), plus (waiting power - idle) while it waits on
 communication or a pipeline bubble (``waiting_power_w``, a cited measurement).
-Host power is the server's share net of the NVSwitch and NIC power, which the
-scale-up and NIC entries charge (hwmodels/catalog/accelerators.toml). Hosts, scale-up
-switches, NICs and the scale-out network (switches, transceivers, OCS,
-copper cables, fibre; ``topologies.bom``) draw their rated power for the
-whole step. Facility energy = IT energy x PUE. Capex is amortised
+Host power is the server's rated share net of the NVSwitch and NIC power, which the
+scale-up and NIC entries charge (hwmodels/catalog/accelerators.toml); hosts draw
+``HOST_POWER_FRACTION_OF_RATED`` of it (the measured average of GPU servers in training,
+not their rated maximum) for the whole step. Scale-up switches, NICs and the scale-out
+network (switches, transceivers, OCS, copper cables, fibre; ``topologies.bom``) draw
+their rated power for the whole step. Facility energy = IT energy x PUE. Capex is amortised
 linearly over ``lifetime_years`` (Epoch AI's straight-line depreciation,
 docs/reference/hardware.md sec. 7 [E3]); electricity at ``electricity_usd_per_kwh``.
 """
@@ -85,6 +86,20 @@ def _network_bom_per_hardware(s: SystemSpec):
     return tuple({k: v for (t, k), v in out.items() if t == part} for part in "ncp")
 
 
+HOST_POWER_FRACTION_OF_RATED = 0.75
+"""Average draw of a GPU server's host (CPUs, DRAM, storage, fans, PSU losses) during training
+as a fraction of its rated share (the catalog's ``host_power_w``: the server's rated maximum
+per accelerator less the GPU TDP and the NVSwitch and NIC shares). Epoch AI's
+``server_TDP_fraction`` for GPU servers (epoch-research/training-cost-trends energy.py,
+docs/reference/hardware.md sec. 7 [E2]): servers draw 75 % of their rated power during
+training. Measured on an 8-GPU H100 node training Llama2-13b and ResNet (Latif et al. 2024,
+arXiv:2412.08602, abstract; [E5]): at most ~8.4 kW of the rated 10.2 kW (82 %) with the GPUs near
+full utilisation; Newkirk et al. 2025 (arXiv:2506.14551, abstract; [E6]): 76 % of 10.2 kW for
+compute-intensive training. Applied to the host alone, which is conservative: the GPUs, whose
+power lightpath models from the step's busy and waiting time, draw nearer their TDP than the
+node does its rating."""
+
+
 def capex_and_power(s: SystemSpec, bom=None) -> tuple[dict, dict]:
     """Capex (USD) and static power (W) by component, whole cluster (``bom``: a precomputed network_bom)."""
     bom = network_bom(s) if bom is None else bom
@@ -97,7 +112,7 @@ def capex_and_power(s: SystemSpec, bom=None) -> tuple[dict, dict]:
     }
     power = {
         "accelerators_idle": s.devices * s.idle_power_w,
-        "hosts": s.devices * s.host_power_w,
+        "hosts": s.devices * HOST_POWER_FRACTION_OF_RATED * s.host_power_w,
         "scale_up": s.devices * s.su_power_w,
         "nics": bom["nics"] * s.nic_power_w,
         **bom["power_w"],
