@@ -271,7 +271,7 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     mem_parts = memory.peak_memory(act_layer, layer_params(m) / t - expert_total * expert_shard, emb / t,
                                    recipe.logit_bytes * tokens_mb * m.vocab / t, m.layers, p, v, mb, zero, dp, untied,
                                    layer_replica=layer_params(m) / t, shard_ranks=dpc,
-                                   bytes_per_param=(recipe.weight_bytes, recipe.grad_bytes,
+                                   bytes_per_param=(recipe.weight_bytes, plan.grad_reduce_bytes,
                                                     recipe.optimizer_bytes), work_bytes=work)
     mem = mem_parts["total"]
 
