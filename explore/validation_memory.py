@@ -59,7 +59,7 @@ def scenario(run) -> dict:
                      "flash_attention": True},
         "parallelism": {"tp": tp, "pp": pp, "dp": i("fsdp"), "cp": i("cp"), "microbatch": i("microbatch"),
                         "virtual_stages": i("virtual_stages"), "zero": 1 if pp > 1 else 3,
-                        "recompute": ac, "sequence_parallel": tp > 1},
+                        "recompute": ac, "sequence_parallel": tp > 1, "runtime": "torch"},
         "system": {"accelerator": {"base": "h100-sxm-80gb", "hbm_capacity_bytes": float(run["hbm_gb"]) * 1e9},
                    "devices": i("devices"), "scale_up": {"size": 8, "link": "nvlink4"},
                    "scale_out": {"link": "ib-ndr-400"}},

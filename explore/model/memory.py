@@ -13,7 +13,10 @@ Activations in flight on stage i (in units of one microbatch through the stage's
   2 (p - i - 1) + (v - 1) p model chunks plus one; for i = 0 this is Korthikanti et al.
   2022's p (1 + (p - 1) / (p v)) (Sec. 4.2.3);
 
-never more than the step's microbatches. Optimizer states: 2-byte weights, 4-byte fp32
+never more than the step's microbatches. ZeRO-3 also holds unsharded the 16-bit parameters of the
+layer being computed and of the next one, prefetched (FSDP2 ``fully_shard``'s implicit prefetch
+of one layer; ZeRO-3, Rajbhandari et al. 2020, Sec. 5.3), and the gradient of the layer being
+reduced: ``(2 w + g) P_layer`` when it shards over more than one rank. Optimizer states: 2-byte weights, 4-byte fp32
 gradients, 12-byte Adam states (master weights, m, v) per parameter, divided by dp when
 ZeRO shards them (stage 3, 2, 1 respectively).
 """
@@ -27,6 +30,8 @@ from explore.model import calibration as cal
 WEIGHT_BYTES = 2.0
 GRAD_BYTES = 4.0
 ADAM_BYTES = 12.0
+ZERO3_LAYERS_UNSHARDED = 2.0
+"""Layers whose 16-bit parameters ZeRO-3 holds unsharded: the one computing and the one prefetched."""
 LOGIT_BYTES = {"fused": 4.0, "unfused": 14.0}
 """Bytes per logit (token x vocabulary / tp) at the loss's peak. fused: Megatron's vocab-parallel
 cross-entropy holds the fp32 logits once and computes the gradient in place. unfused (PyTorch
@@ -69,7 +74,7 @@ def state_bytes(params, zero, dp, replica=None, bytes_per_param=(WEIGHT_BYTES, G
 
 def peak_memory(act_layer, layer_params, emb_params, logits_bytes, layers, p, v, mb, zero, dp, untied,
                 layer_replica=None, shard_ranks=None,
-                bytes_per_param=(WEIGHT_BYTES, GRAD_BYTES, ADAM_BYTES), work_bytes=0.0):
+                bytes_per_param=(WEIGHT_BYTES, GRAD_BYTES, ADAM_BYTES), work_bytes=0.0, held_bytes=(0.0, 0.0, 0.0)):
     """Peak bytes per device over the first, a full middle and the last stage, and its parts
     (weights, gradients, optimizer, activations) on the peak stage.
 
@@ -77,7 +82,11 @@ def peak_memory(act_layer, layer_params, emb_params, logits_bytes, layers, p, v,
     splits the routed experts, which ZeRO shards over ``shard_ranks`` (default ``dp``; dp*cp with
     context parallelism); ``bytes_per_param``: (weight, gradient, optimizer) bytes of the
     precision recipe; ``work_bytes``: activations of the one layer being recomputed in the backward
-    pass under full recompute (its stored input alone is ``act_layer``), held on top of the stored ones."""
+    pass under full recompute (its stored input alone is ``act_layer``), held on top of the stored ones
+    (on the stage with the loss, the larger of it and ``logits_bytes``: the loss's tensors are
+    freed before the backward reaches the layers);
+    ``held_bytes``: what the runtime holds on the (first, middle, last) stage beyond the stored
+    activations (``runtime_memory.pipeline_held_bytes``), counted with the activations."""
     layer_replica = layer_params if layer_replica is None else layer_replica
     shard_ranks = dp if shard_ranks is None else shard_ranks
     first, full, last = stage_layout(layers, p)
@@ -88,12 +97,22 @@ def peak_memory(act_layer, layer_params, emb_params, logits_bytes, layers, p, v,
     p_mid = full * layer_params
     p_last = last * layer_params + emb_params
     r_first, r_mid, r_last = first * layer_replica + extra_first, full * layer_replica, last * layer_replica + emb_params
-    a_first = act_layer * first * in_flight(p, v, mb, 0.0) + where(single, logits_bytes, 0.0) + work_bytes
-    a_mid = where(p > 2, act_layer * full * in_flight(p, v, mb, 1.0) + work_bytes, 0.0)
-    a_last = act_layer * last * in_flight(p, v, mb, p - 1.0) + logits_bytes + work_bytes
+    h_first, h_mid, h_last = held_bytes
+    # the loss's tensors are freed before the backward reaches (and recomputes) the last layer:
+    # the stage holding the loss peaks at the larger of the two
+    a_first = (act_layer * first * in_flight(p, v, mb, 0.0) + where(single, np.maximum(logits_bytes, work_bytes),
+                                                                      work_bytes) + h_first)
+    a_mid = where(p > 2, act_layer * full * in_flight(p, v, mb, 1.0) + work_bytes + h_mid, 0.0)
+    a_last = act_layer * last * in_flight(p, v, mb, p - 1.0) + np.maximum(logits_bytes, work_bytes) + h_last
+    # ZeRO-3: two layers' parameters and one layer's gradient unsharded (module docstring)
+    z3 = (zero >= 3) & (shard_ranks > 1)
+    w_b, g_b = bytes_per_param[0], bytes_per_param[1]
+    z3_w = where(z3, ZERO3_LAYERS_UNSHARDED * w_b * layer_params, 0.0)
+    z3_g = where(z3, g_b * layer_params, 0.0)
     parts = []
     for params, replica, act in ((p_first, r_first, a_first), (p_mid, r_mid, a_mid), (p_last, r_last, a_last)):
         w, g, o = state_bytes(params, zero, shard_ranks, replica, bytes_per_param)
+        w, g = w + z3_w, g + z3_g
         parts.append((w + g + o + act, w, g, o, act))
     parts[1] = tuple(where(p > 2, x, 0.0) for x in parts[1])
     # the peak stage: the first largest total (np.argmax over the stages, a NaN counting as the

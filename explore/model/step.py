@@ -32,7 +32,7 @@ import numpy as np
 from hwmodels.select import where
 
 from explore.model import calibration as cal
-from explore.model import gemm, memory, overlap
+from explore.model import gemm, memory, overlap, runtime_memory as rt
 from explore.model.plan import ParallelPlan
 from explore.model.system import SystemSpec
 from explore.model.workload import (ModelSpec, activation_bytes_per_layer,
@@ -268,11 +268,20 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     # full recompute: the layer being recomputed holds its activations (as without recompute, minus s^2
     # scores: selective's count) on top of the stored layer inputs
     work = np.where(plan.recompute == 2, activation_bytes_per_layer(m, b / cp, t, sp, 1, flash), 0.0)
+    # the runtime's own buffers (runtime_memory.py): DTensor SP's gathered GEMM inputs (stored per layer,
+    # or in the recomputed layer), all-gathered keys/values under CP, pipeline buffers per microbatch
+    torch_rt = plan.runtime_torch
+    sp_layer, sp_head = rt.gathered_input_bytes(tokens_mb, h, t, sp, recipe.fp8, torch_rt)
+    act_layer = act_layer + where(plan.recompute == 2, 0.0, sp_layer)
+    work = work + where(plan.recompute == 2, sp_layer, 0.0) + rt.cp_gather_bytes(m, b, cp, t, torch_rt)
+    logits16 = ACT_BYTES * tokens_mb * m.vocab / t
+    held = rt.pipeline_held_bytes(ACT_BYTES * sbh / where(sp, t, 1.0), logits16, p, v, mb, torch_rt)
     mem_parts = memory.peak_memory(act_layer, layer_params(m) / t - expert_total * expert_shard, emb / t,
-                                   recipe.logit_bytes * tokens_mb * m.vocab / t, m.layers, p, v, mb, zero, dp, untied,
+                                   recipe.logit_bytes * tokens_mb * m.vocab / t + sp_head,
+                                   m.layers, p, v, mb, zero, dp, untied,
                                    layer_replica=layer_params(m) / t, shard_ranks=dpc,
                                    bytes_per_param=(recipe.weight_bytes, plan.grad_reduce_bytes,
-                                                    recipe.optimizer_bytes), work_bytes=work)
+                                                    recipe.optimizer_bytes), work_bytes=work, held_bytes=held)
     mem = mem_parts["total"]
 
     # --- FLOPs actually executed per device per step (hardware FLOPs, incl. recompute)
