@@ -66,20 +66,39 @@ def scenario(run) -> dict:
     }
 
 
-def compare(runs=None):
-    """Rows of (run_id, published GiB, model GiB or NaN, relative error, compared?)."""
+def compare(runs=None, allocator_overhead=None):
+    """Rows of (run_id, published GiB, model GiB or NaN, relative error, compared?). The model's
+    figure is its peak reserved memory: ``memory_per_device_bytes`` less ``MEMORY_RESERVED_BYTES``
+    (CUDA context and communication buffers, outside the caching allocator that torchtitan reads).
+    ``allocator_overhead``: evaluate with this ``calibration.ALLOCATOR_OVERHEAD`` (for ``fit``)."""
     import explore
-    out = []
-    for run in runs if runs is not None else load_runs():
-        pub = float(run["published_memory_gib"])
-        ok = expressible(run)
-        model = np.nan
-        if ok:
-            ds = explore.evaluate(scenario(run), keep_invalid=True, inputs=False)
-            model = float(ds["memory_per_device_bytes"].values[0]) / GIB
-        out.append({"run_id": run["run_id"], "published_gib": pub, "model_gib": model,
-                    "error": model / pub - 1.0, "compared": ok})
+    from explore.model import calibration as cal
+    saved = cal.ALLOCATOR_OVERHEAD
+    if allocator_overhead is not None:
+        cal.ALLOCATOR_OVERHEAD = allocator_overhead
+    try:
+        out = []
+        for run in runs if runs is not None else load_runs():
+            pub = float(run["published_memory_gib"])
+            ok = expressible(run)
+            model = np.nan
+            if ok:
+                ds = explore.evaluate(scenario(run), keep_invalid=True, inputs=False)
+                model = (float(ds["memory_per_device_bytes"].values[0]) - cal.MEMORY_RESERVED_BYTES) / GIB
+            out.append({"run_id": run["run_id"], "published_gib": pub, "model_gib": model,
+                        "error": model / pub - 1.0, "compared": ok})
+    finally:
+        cal.ALLOCATOR_OVERHEAD = saved
     return out
+
+
+def fit(grid=np.arange(0.0, 0.5001, 0.005)):
+    """The ``ALLOCATOR_OVERHEAD`` (on a 0.005 grid over 0-0.5, GMLake's range) with the smallest mean
+    absolute error over the compared runs, and that error."""
+    runs = [r for r in load_runs() if expressible(r)]
+    mape = [np.mean([abs(r["error"]) for r in compare(runs, float(f))]) for f in grid]
+    k = int(np.argmin(mape))
+    return float(grid[k]), float(mape[k])
 
 
 def report(rows) -> str:
@@ -97,7 +116,14 @@ def report(rows) -> str:
     return "\n".join(lines)
 
 
-def main():
+def main(argv=None):
+    import argparse
+    ap = argparse.ArgumentParser(prog="python -m explore.validation_memory")
+    ap.add_argument("--fit", action="store_true", help="fit calibration.ALLOCATOR_OVERHEAD on these runs")
+    a = ap.parse_args(argv)
+    if a.fit:
+        f, mape = fit()
+        print(f"ALLOCATOR_OVERHEAD fitted: {f:.3f} (MAPE {100 * mape:.2f} %)")
     print(report(compare()))
 
 

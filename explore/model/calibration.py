@@ -68,4 +68,12 @@ LOGITS_BYTES_PER_ELEMENT = 16.0
 OPTIMIZER_BYTES_PER_PARAM = 32.0
 """Adam step per parameter: read fp32 grad, master weight, m, v (16 B); write master, m, v (12 B), bf16 weight (2 B), zero grad (2 B)."""
 MEMORY_RESERVED_BYTES = 3e9
-"""Per device: CUDA/runtime context, communication buffers and allocator fragmentation (estimate, a few GB on 80 GB parts)."""
+"""Per device, outside the framework's caching allocator: CUDA/runtime context and communication
+library buffers (estimate, a few GB on 80 GB parts)."""
+ALLOCATOR_OVERHEAD = 0.215
+"""Memory the caching allocator reserves beyond the peak of the per-step allocations (fragmentation
+and cached blocks), as a fraction of them (explore.model.memory.peak_memory). Fitted on
+torchtitan's published peak reserved memory (tests/validation/memory_runs.csv,
+``python -m explore.validation_memory --fit``). Physical range: GMLake (Guo et al., ASPLOS 2024,
+arXiv:2401.08156) measures PyTorch's caching allocator on eight LLMs (A100 80 GB, recompute, ZeRO)
+at 15 % fragmentation of reserved memory on average, up to 33 % (0.18 and 0.49 of the allocated)."""

@@ -32,8 +32,6 @@ DeepSeek-V3 arXiv:2412.19437 Sec. 3.3):
 """
 from __future__ import annotations
 
-from explore.model.memory import LOGIT_BYTES
-
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,7 +56,7 @@ class Recipe:
     optimizer_bytes: np.ndarray
     dispatch_bytes: np.ndarray
     combine_bytes: np.ndarray
-    logit_bytes: np.ndarray = 4.0       # memory.LOGIT_BYTES[training.loss]
+    unfused_loss: np.ndarray = False    # training.loss = unfused (memory.loss_bytes_per_logit)
 
     @classmethod
     def from_resolved(cls, r, system) -> "Recipe":
@@ -76,8 +74,7 @@ class Recipe:
                                                      where(fp8, CAST_BYTES_PER_ELEMENT[code], 0.0))),
                    weight_bytes=b(2.0),
                    optimizer_bytes=b(4.0 + moments), dispatch_bytes=b(dispatch), combine_bytes=b(2.0),
-                   logit_bytes=b(np.where(np.asarray(v["training.loss"]) == "unfused",
-                                          LOGIT_BYTES["unfused"], LOGIT_BYTES["fused"])))
+                   unfused_loss=b(np.asarray(v["training.loss"]) == "unfused"))
 
     @classmethod
     def default(cls, system) -> "Recipe":

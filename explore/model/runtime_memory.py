@@ -29,6 +29,14 @@ unsharded layers. ``"torch"``: the PyTorch-native stack torchtitan ran in Dec 20
   all-gathers the keys and values of the whole sequence, ``cp`` chunks of
   ``context.kv_chunk_bytes``, held while the layer's attention runs.
 
+**FP8 saved inputs** (``"megatron"``, Transformer Engine): with FP8 GEMMs, ``Linear`` /
+``LayerNormLinear`` / ``LayerNormMLP`` save the quantized FP8 input (column-wise copy only) for
+the weight-gradient GEMM instead of the 16-bit one (TransformerEngine
+``transformer_engine/pytorch/module/linear.py``, ``_Linear.forward``: ``saved_inputmat = inputmat``
+after ``update_usage(rowwise_usage=False, columnwise_usage=True)``): one byte less per element of
+the four GEMM inputs of a layer, QKV and MLP-in (h each, sharded by sequence parallelism),
+attention projection (h / t) and MLP-out (f / t).
+
 ZeRO-3's unsharded layers in flight are in ``memory.py`` (both runtimes).
 """
 from __future__ import annotations
@@ -67,3 +75,9 @@ def cp_gather_bytes(m, micro, cp, tp, torch_rt, element_bytes=2.0):
     """Keys and values of the whole sequence on one rank while a layer's attention runs (all-gather CP)."""
     return where(torch_rt & (cp > 1), cp * ctx.kv_chunk_bytes(m, micro, cp, tp, element_bytes), 0.0)
 
+
+
+def fp8_saved_input_savings(tokens, hidden, mlp_inner, tp, sp, fp8, torch_rt):
+    """Bytes per layer Transformer Engine saves by keeping FP8 (1 B) GEMM inputs (module docstring)."""
+    per_token = 2.0 * hidden / where(sp, tp, 1.0) + (hidden + mlp_inner) / tp
+    return where(fp8 & ~torch_rt, tokens * per_token, 0.0)

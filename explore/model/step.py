@@ -272,16 +272,21 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     # or in the recomputed layer), all-gathered keys/values under CP, pipeline buffers per microbatch
     torch_rt = plan.runtime_torch
     sp_layer, sp_head = rt.gathered_input_bytes(tokens_mb, h, t, sp, recipe.fp8, torch_rt)
-    act_layer = act_layer + where(plan.recompute == 2, 0.0, sp_layer)
-    work = work + where(plan.recompute == 2, sp_layer, 0.0) + rt.cp_gather_bytes(m, b, cp, t, torch_rt)
+    # Transformer Engine with FP8 saves the FP8 copies of the GEMM inputs (1 B less per element)
+    fp8_saved = rt.fp8_saved_input_savings(tokens_mb, h, f, t, sp, recipe.fp8, torch_rt)
+    act_layer = act_layer + where(plan.recompute == 2, 0.0, sp_layer - fp8_saved)
+    work = (work + where(plan.recompute == 2, sp_layer - fp8_saved, 0.0)
+            + rt.cp_gather_bytes(m, b, cp, t, torch_rt))
     logits16 = ACT_BYTES * tokens_mb * m.vocab / t
     held = rt.pipeline_held_bytes(ACT_BYTES * sbh / where(sp, t, 1.0), logits16, p, v, mb, torch_rt)
     mem_parts = memory.peak_memory(act_layer, layer_params(m) / t - expert_total * expert_shard, emb / t,
-                                   recipe.logit_bytes * tokens_mb * m.vocab / t + sp_head,
+                                   memory.loss_bytes_per_logit(recipe.unfused_loss, t, ~torch_rt | (p > 1))
+                                   * tokens_mb * m.vocab / t + sp_head,
                                    m.layers, p, v, mb, zero, dp, untied,
                                    layer_replica=layer_params(m) / t, shard_ranks=dpc,
                                    bytes_per_param=(recipe.weight_bytes, plan.grad_reduce_bytes,
-                                                    recipe.optimizer_bytes), work_bytes=work, held_bytes=held)
+                                                    recipe.optimizer_bytes), work_bytes=work, held_bytes=held,
+                                   per_step_states=torch_rt)
     mem = mem_parts["total"]
 
     # --- FLOPs actually executed per device per step (hardware FLOPs, incl. recompute)
