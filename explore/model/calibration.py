@@ -76,4 +76,9 @@ and cached blocks), as a fraction of them (explore.model.memory.peak_memory). Fi
 torchtitan's published peak reserved memory (tests/validation/memory_runs.csv,
 ``python -m explore.validation_memory --fit``). Physical range: GMLake (Guo et al., ASPLOS 2024,
 arXiv:2401.08156) measures PyTorch's caching allocator on eight LLMs (A100 80 GB, recompute, ZeRO)
-at 15 % fragmentation of reserved memory on average, up to 33 % (0.18 and 0.49 of the allocated)."""
+at 15 % fragmentation of reserved memory on average, up to 33 % (0.18 and 0.49 of the allocated).
+Applied to the ``torch`` runtime only (``parallelism.runtime``), where it was fitted: no published
+Megatron-Core peak-reserved figure is at hand to fit it on, and Megatron's per-step allocations
+(activations of identical shape every microbatch; weights and gradients in buffers allocated once)
+fragment less: with 0.215 on its activations, Llama 3 405B's published plan (tests/explore/test_memory.py,
+run on 80 GB H100s) would not fit."""

@@ -286,7 +286,8 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
                                    layer_replica=layer_params(m) / t, shard_ranks=dpc,
                                    bytes_per_param=(recipe.weight_bytes, plan.grad_reduce_bytes,
                                                     recipe.optimizer_bytes), work_bytes=work, held_bytes=held,
-                                   per_step_states=torch_rt)
+                                   per_step_states=torch_rt,
+                                   allocator_overhead=where(torch_rt, cal.ALLOCATOR_OVERHEAD, 0.0))
     mem = mem_parts["total"]
 
     # --- FLOPs actually executed per device per step (hardware FLOPs, incl. recompute)
