@@ -1,8 +1,9 @@
 """Memory a training runtime holds besides weights, optimizer states and stored activations.
 
-``parallelism.runtime = "megatron"`` (default): Megatron-Core; nothing here beyond ZeRO-3's
-unsharded layers. ``"torch"``: the PyTorch-native stack torchtitan ran in Dec 2024 (torch
-1963fc8, torchtitan 9dec370; pytorch/torchtitan ``benchmarks/llama3_h100_202412_torchtitan.md``):
+``parallelism.runtime = "megatron"`` (default): Megatron-Core with Transformer Engine; only the
+FP8 saved inputs below. ``"torch"``: the PyTorch-native stack torchtitan ran in Dec 2024 (torch
+1963fc8, torchtitan 9dec370; the Markdown file benchmarks/llama3_h100_202412_torchtitan of
+pytorch/torchtitan):
 
 * **Pipeline buffers** (``torch.distributed.pipelining``, ``stage.py`` of that time): every
   stage appends each microbatch's output to ``output_chunks``, kept until the step returns
@@ -22,8 +23,9 @@ unsharded layers. ``"torch"``: the PyTorch-native stack torchtitan ran in Dec 20
   shard and gathers again in backward (Korthikanti et al. 2022, Sec. 4.2.2, which the stored
   count in ``workload.activation_bytes_per_layer`` follows). Per layer, two gathered inputs
   of ``e`` bytes minus their shard: ``2 e s b h (1 - 1/t)``, ``e`` = 1 with FP8 (torchao
-  ``Float8ColwiseParallel`` casts before the all-gather, torchtitan docs/float8.md), else 2;
-  the output layer's gathered input (16-bit, not converted to FP8) at the loss.
+  ``Float8ColwiseParallel`` casts before the all-gather: the Float8 notes in the torchtitan
+  docs folder, file float8), else 2; the output layer's gathered input (16-bit, not converted
+  to FP8) at the loss.
 * **Context parallelism** (``torch.distributed.tensor.experimental.context_parallel`` with
   torchtitan's default ``context_parallel_rotate_method = "allgather"``): each layer
   all-gathers the keys and values of the whole sequence, ``cp`` chunks of
@@ -37,7 +39,8 @@ after ``update_usage(rowwise_usage=False, columnwise_usage=True)``): one byte le
 the four GEMM inputs of a layer, QKV and MLP-in (h each, sharded by sequence parallelism),
 attention projection (h / t) and MLP-out (f / t).
 
-ZeRO-3's unsharded layers in flight are in ``memory.py`` (both runtimes).
+ZeRO-3's unsharded layers in flight are in ``memory.py`` (both runtimes); so is the caching
+allocator's reserve over the torch runtime's per-step allocations (``calibration.ALLOCATOR_OVERHEAD``).
 """
 from __future__ import annotations
 
@@ -46,9 +49,6 @@ from hwmodels.select import where
 
 from explore.model import context as ctx
 from explore.model.memory import in_flight
-
-RUNTIMES = ("megatron", "torch")
-
 
 def pipeline_held_bytes(stage_bytes, logits16_bytes, p, v, m, torch_rt):
     """(first, middle, last) rank bytes the torch pipelining runtime holds (module docstring)."""

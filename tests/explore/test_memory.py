@@ -142,7 +142,6 @@ def test_zero3_over_one_rank_is_no_sharding():
 
 def test_zero3_holds_more_than_its_shards():
     """Sharded over 8 ranks, ZeRO-3 still holds two layers' weights and one layer's gradient whole."""
-    from explore.model.workload import ModelSpec  # noqa: F401
     sc = {"name": "z", "model": {"preset": "llama3-8b"},
           "training": {"global_batch": 64, "precision": "bf16"},
           "parallelism": {"tp": 1, "pp": 1, "dp": 8, "zero": 3, "recompute": "full"},
