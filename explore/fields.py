@@ -108,7 +108,8 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "fp8_dispatch": Field("bool", False, doc="MoE dispatch all-to-all in FP8 (DeepSeek-V3); combine stays BF16"),
         "loss": Field("choice", "fused", choices=("fused", "unfused"),
                       doc="cross-entropy: fused (Megatron's vocab-parallel loss, fp32 logits once) or unfused "
-                          "(PyTorch cross_entropy on upcast 16-bit logits: 14 B per logit at its peak)"),
+                          "(PyTorch cross_entropy on upcast 16-bit logits: 12 B per logit at its peak, 16 B with "
+                          "loss parallel, +2 B while the caller holds the logits; memory.loss_bytes_per_logit)"),
     },
     "parallelism": {
         "tp": Field("int", 1, lo=1),

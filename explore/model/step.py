@@ -315,5 +315,6 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
         "memory_bytes_gradients": mem_parts["gradients"],
         "memory_bytes_optimizer": mem_parts["optimizer"],
         "memory_bytes_activations": mem_parts["activations"],
+        "memory_bytes_allocator": mem_parts["allocator"],   # caching allocator's reserve (runtime torch)
         "bytes_scale_out_per_device": grad_bytes * 2 + where(p > 1, 2 * v * mb * p2p_bytes, 0.0),
     }
