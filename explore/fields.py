@@ -108,7 +108,8 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "fp8_dispatch": Field("bool", False, doc="MoE dispatch all-to-all in FP8 (DeepSeek-V3); combine stays BF16"),
         "loss": Field("choice", "fused", choices=("fused", "unfused"),
                       doc="cross-entropy: fused (Megatron's vocab-parallel loss, fp32 logits once) or unfused "
-                          "(PyTorch cross_entropy on upcast 16-bit logits: 14 B per logit at its peak)"),
+                          "(PyTorch cross_entropy on upcast 16-bit logits: 12 B per logit at its peak, 16 B with "
+                          "loss parallel, +2 B while the caller holds the logits; memory.loss_bytes_per_logit)"),
     },
     "parallelism": {
         "tp": Field("int", 1, lo=1),
@@ -131,7 +132,13 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "overlap_grad_reduce": Field("bool", True, doc="overlap DP gradient reduction with backward"),
         "overlap_param_gather": Field("bool", True, doc="overlap ZeRO parameter all-gathers with compute"),
         "overlap_tp_comm": Field("bool", False, doc="overlap tensor-parallel collectives with GEMMs (Megatron-Core --tp-comm-overlap)"),
-        "grad_reduce_bytes": Field("int", 4, lo=1, hi=4, doc="bytes per gradient element in the DP reduction (fp32 main grads: 4)"),
+        "grad_reduce_bytes": Field("int", 4, lo=1, hi=4, doc="bytes per gradient element in the DP reduction and in the "
+                                                             "main-gradient buffer (fp32 main grads: 4)"),
+        "runtime": Field("choice", "megatron", choices=("megatron", "torch"),
+                         doc="memory the training runtime holds (memory only, explore/model/runtime_memory.py): "
+                             "megatron (Megatron-Core) or torch (PyTorch native as torchtitan Dec 2024: pipeline "
+                             "outputs and receive buffers kept per microbatch, DTensor sequence parallelism saves "
+                             "gathered GEMM inputs, all-gather context parallelism)"),
         "grad_bucket_params": Field("float", None, lo=0, lo_open=True,
                                     doc="parameters per data-parallel gradient bucket (one collective each); "
                                         "default: Megatron-Core's max(4e7, 1e6 * dp) with overlap_grad_reduce, "

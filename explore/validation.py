@@ -229,8 +229,8 @@ def load_cases() -> list[tuple[str, dict, str, float]]:
 
 def predict(cases, calibration: cal.Calibration = cal.DEFAULT) -> np.ndarray:
     from explore.evaluate import evaluate
-    # keep_invalid: these runs happened, so their step time is compared even where the memory
-    # model (conservative) says the plan does not fit in 80 GB (3 of the 27 runs, 86-98 GB)
+    # keep_invalid: these runs happened, so their step time is compared whatever the memory model
+    # says (every one fits in 80 GB: tests/validation/test_published_runs.py)
     return np.array([float(evaluate(sc, calibration, keep_invalid=True)["step_time_s"][0])
                      for _, sc, _, _ in cases])
 

@@ -61,6 +61,13 @@ RECIPE_FACTS = {  # published per-run configuration beyond the CSV columns: (fac
     "mcoremoe_h100_qwen3_235b_bf16_256_a2aoverlap": (dict(etp=1, moe_dispatcher="deepep", overlap_moe_comm=True),
                                                      "yanring/Megatron-MoE-ModelZoo:best_practice/qwen3 (its readme): DeepEP, "
                                                      "ETP 1, 1F1B EP A2A overlap"),
+    "mbridge2606_h100_llama31_405b_fp8_1024": (dict(grad_reduce_bytes=2),
+                                               "NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/perf_recipes/_common.py "
+                                               "(commit 4ab94dfad3) _benchmark_common and _perf_precision: "
+                                               "grad_reduce_in_fp32 = False (BF16 main gradients); "
+                                               "perf_recipes/llama/h100/llama31.py "
+                                               "llama31_405b_pretrain_1024gpu_h100_fp8cs_config: TP 8 PP 8 CP 2 VP 8, "
+                                               "microbatch 1, GBS 1536"),
     "deepseekv3_prod_h800_2048": (dict(moe_dispatcher="deepep", overlap_moe_comm=True),
                                   "DeepSeek-V3 (arXiv:2412.19437) Sec. 3.2: DualPipe overlaps the all-to-all with "
                                   "compute; tokens go once per node over IB, then NVLink (Sec. 3.2.2)"),

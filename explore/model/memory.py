@@ -13,7 +13,10 @@ Activations in flight on stage i (in units of one microbatch through the stage's
   2 (p - i - 1) + (v - 1) p model chunks plus one; for i = 0 this is Korthikanti et al.
   2022's p (1 + (p - 1) / (p v)) (Sec. 4.2.3);
 
-never more than the step's microbatches. Optimizer states: 2-byte weights, 4-byte fp32
+never more than the step's microbatches. ZeRO-3 also holds unsharded the 16-bit parameters of the
+layer being computed and of the next one, prefetched (FSDP2 ``fully_shard``'s implicit prefetch
+of one layer; ZeRO-3, Rajbhandari et al. 2020, Sec. 5.3), and the gradient of the layer being
+reduced: ``(2 w + g) P_layer`` when it shards over more than one rank. Optimizer states: 2-byte weights, 4-byte fp32
 gradients, 12-byte Adam states (master weights, m, v) per parameter, divided by dp when
 ZeRO shards them (stage 3, 2, 1 respectively).
 """
@@ -27,12 +30,28 @@ from explore.model import calibration as cal
 WEIGHT_BYTES = 2.0
 GRAD_BYTES = 4.0
 ADAM_BYTES = 12.0
-LOGIT_BYTES = {"fused": 4.0, "unfused": 14.0}
+ZERO3_LAYERS_UNSHARDED = 2.0
+"""Layers whose 16-bit parameters ZeRO-3 holds unsharded: the one computing and the one prefetched."""
+LOGIT_BYTES = {"fused": 4.0, "unfused": 12.0}
 """Bytes per logit (token x vocabulary / tp) at the loss's peak. fused: Megatron's vocab-parallel
 cross-entropy holds the fp32 logits once and computes the gradient in place. unfused (PyTorch
-``cross_entropy(logits.float(), ...)``, torchtitan 2024; estimate by counting the tensors alive in
-log_softmax's backward): the 16-bit logits (2) kept by the caller, the saved fp32 log-softmax
-output (4), its incoming fp32 gradient (4) and the fp32 gradient it returns (4) = 14."""
+``cross_entropy(logits.float(), ...)``, torchtitan 2024; counted tensor by tensor), backward of
+``aten`` cross-entropy: the saved fp32 log-softmax output (4), the nll gradient (4) and the
+log-softmax gradient (4) = 12 (the forward peak, 16-bit logits + fp32 copy + output, is 10)."""
+UNFUSED_LOSS_PARALLEL_BYTES = 4.0
+"""Extra bytes per logit of DTensor's loss-parallel cross-entropy (vocabulary sharded over tp > 1;
+``torch.distributed.tensor.parallel.loss``: the backward adds exp(x) to a zero-filled gradient and
+multiplies: saved output + zeros + exp + sum = 16)."""
+CALLER_LOGIT_BYTES = 2.0
+"""The 16-bit logits themselves, while the caller still holds them during the loss's backward
+(torchtitan deletes them before ``loss.backward()`` without pipeline parallelism; the pipeline
+schedule keeps every microbatch's output)."""
+
+
+def loss_bytes_per_logit(unfused, tp, caller_keeps):
+    """Bytes per logit (token x vocabulary / tp) at the loss's peak (constants above)."""
+    extra = where(tp > 1, UNFUSED_LOSS_PARALLEL_BYTES, 0.0) + where(caller_keeps, CALLER_LOGIT_BYTES, 0.0)
+    return where(unfused, LOGIT_BYTES["unfused"] + extra, LOGIT_BYTES["fused"])
 
 
 def stage_layout(layers, p):
@@ -69,7 +88,8 @@ def state_bytes(params, zero, dp, replica=None, bytes_per_param=(WEIGHT_BYTES, G
 
 def peak_memory(act_layer, layer_params, emb_params, logits_bytes, layers, p, v, mb, zero, dp, untied,
                 layer_replica=None, shard_ranks=None,
-                bytes_per_param=(WEIGHT_BYTES, GRAD_BYTES, ADAM_BYTES), work_bytes=0.0):
+                bytes_per_param=(WEIGHT_BYTES, GRAD_BYTES, ADAM_BYTES), work_bytes=0.0, held_bytes=(0.0, 0.0, 0.0),
+                per_step_states=False, allocator_overhead=None):
     """Peak bytes per device over the first, a full middle and the last stage, and its parts
     (weights, gradients, optimizer, activations) on the peak stage.
 
@@ -77,7 +97,18 @@ def peak_memory(act_layer, layer_params, emb_params, logits_bytes, layers, p, v,
     splits the routed experts, which ZeRO shards over ``shard_ranks`` (default ``dp``; dp*cp with
     context parallelism); ``bytes_per_param``: (weight, gradient, optimizer) bytes of the
     precision recipe; ``work_bytes``: activations of the one layer being recomputed in the backward
-    pass under full recompute (its stored input alone is ``act_layer``), held on top of the stored ones."""
+    pass under full recompute (its stored input alone is ``act_layer``), held on top of the stored ones
+    (on the stage with the loss, the larger of it and ``logits_bytes``: the loss's tensors are
+    freed before the backward reaches the layers);
+    ``held_bytes``: what the runtime holds on the (first, middle, last) stage beyond the stored
+    activations (``runtime_memory.pipeline_held_bytes``), counted with the activations;
+    ``per_step_states``: the runtime allocates the unsharded weights and the gradients every step
+    (FSDP2 all-gathers, gradients set to None) rather than once in contiguous buffers (Megatron-Core's
+    ``param_and_grad_buffer``); ``allocator_overhead`` (default ``calibration.ALLOCATOR_OVERHEAD``):
+    what the caching allocator reserves beyond the peak of the per-step allocations (activations,
+    the runtime's buffers, ZeRO-3's unsharded layers, and with ``per_step_states`` the unsharded
+    weights and gradients), as a fraction of them."""
+    f_alloc = cal.ALLOCATOR_OVERHEAD if allocator_overhead is None else allocator_overhead
     layer_replica = layer_params if layer_replica is None else layer_replica
     shard_ranks = dp if shard_ranks is None else shard_ranks
     first, full, last = stage_layout(layers, p)
@@ -88,13 +119,24 @@ def peak_memory(act_layer, layer_params, emb_params, logits_bytes, layers, p, v,
     p_mid = full * layer_params
     p_last = last * layer_params + emb_params
     r_first, r_mid, r_last = first * layer_replica + extra_first, full * layer_replica, last * layer_replica + emb_params
-    a_first = act_layer * first * in_flight(p, v, mb, 0.0) + where(single, logits_bytes, 0.0) + work_bytes
-    a_mid = where(p > 2, act_layer * full * in_flight(p, v, mb, 1.0) + work_bytes, 0.0)
-    a_last = act_layer * last * in_flight(p, v, mb, p - 1.0) + logits_bytes + work_bytes
+    h_first, h_mid, h_last = held_bytes
+    # the loss's tensors are freed before the backward reaches (and recomputes) the last layer:
+    # the stage holding the loss peaks at the larger of the two
+    a_first = (act_layer * first * in_flight(p, v, mb, 0.0) + where(single, np.maximum(logits_bytes, work_bytes),
+                                                                      work_bytes) + h_first)
+    a_mid = where(p > 2, act_layer * full * in_flight(p, v, mb, 1.0) + work_bytes + h_mid, 0.0)
+    a_last = act_layer * last * in_flight(p, v, mb, p - 1.0) + np.maximum(logits_bytes, work_bytes) + h_last
+    # ZeRO-3: two layers' parameters and one layer's gradient unsharded (module docstring)
+    z3 = (zero >= 3) & (shard_ranks > 1)
+    w_b, g_b = bytes_per_param[0], bytes_per_param[1]
+    z3_w = where(z3, ZERO3_LAYERS_UNSHARDED * w_b * layer_params, 0.0)
+    z3_g = where(z3, g_b * layer_params, 0.0)
     parts = []
     for params, replica, act in ((p_first, r_first, a_first), (p_mid, r_mid, a_mid), (p_last, r_last, a_last)):
         w, g, o = state_bytes(params, zero, shard_ranks, replica, bytes_per_param)
-        parts.append((w + g + o + act, w, g, o, act))
+        dyn = act + z3_w + z3_g + where(per_step_states & (zero < 3), w + g, 0.0)
+        w, g = w + z3_w, g + z3_g
+        parts.append((w + g + o + act + f_alloc * dyn, w, g, o, act, f_alloc * dyn))
     parts[1] = tuple(where(p > 2, x, 0.0) for x in parts[1])
     # the peak stage: the first largest total (np.argmax over the stages, a NaN counting as the
     # largest), as comparisons and selects (argmax over a short axis and np.choose cost ~10x)
@@ -116,4 +158,4 @@ def peak_memory(act_layer, layer_params, emb_params, logits_bytes, layers, p, v,
         return where(np.broadcast_to(k2, shape) if np.shape(k2) != shape else k2, a2,
                      where(np.broadcast_to(k1, shape) if np.shape(k1) != shape else k1, a1, a0))
     return {"total": pick(0) + cal.MEMORY_RESERVED_BYTES, "weights": pick(1), "gradients": pick(2),
-            "optimizer": pick(3), "activations": pick(4)}
+            "optimizer": pick(3), "activations": pick(4), "allocator": pick(5)}

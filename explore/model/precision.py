@@ -19,7 +19,9 @@ DeepSeek-V3 arXiv:2412.19437 Sec. 3.3):
   weight gradient) 1 B copy; per-tensor current scaling reads the tensor once more
   for its amax (2 B); block scales add 4 B per 128 or 1 B per 32 elements per copy).
 * Bytes per parameter: weights 2 (BF16; FP8 copies are made per layer, transient),
-  gradients 4 (FP32 main gradients), optimizer 4 (FP32 master) + 2 x 4 (Adam m, v)
+  gradients ``parallelism.grad_reduce_bytes`` (the main-gradient buffer is kept in the dtype it is
+  reduced in: Megatron-Core ``DistributedDataParallelConfig.grad_reduce_in_fp32``, FSDP2
+  ``MixedPrecisionPolicy.reduce_dtype``; 4 = FP32), optimizer 4 (FP32 master) + 2 x 4 (Adam m, v)
   or 2 x 2 with ``optimizer_moments = "bf16"`` (DeepSeek-V3 Sec. 3.3.3).
 * ``fp4`` (B200 class; the part's ``peak_flops_fp4``, 0 = not supported, which makes
   the design invalid): the linear GEMMs in NVFP4 at the FP4 peak, everything else as
@@ -29,8 +31,6 @@ DeepSeek-V3 arXiv:2412.19437 Sec. 3.3):
   128 elements; DeepSeek-V3 Sec. 3.3.3); the combine stays BF16.
 """
 from __future__ import annotations
-
-from explore.model.memory import LOGIT_BYTES
 
 from dataclasses import dataclass
 
@@ -53,11 +53,10 @@ class Recipe:
     other_peak_flops: np.ndarray      # FLOP/s of attention core and logits
     cast_bytes_per_element: np.ndarray
     weight_bytes: np.ndarray
-    grad_bytes: np.ndarray
     optimizer_bytes: np.ndarray
     dispatch_bytes: np.ndarray
     combine_bytes: np.ndarray
-    logit_bytes: np.ndarray = 4.0       # memory.LOGIT_BYTES[training.loss]
+    unfused_loss: np.ndarray = False    # training.loss = unfused (memory.loss_bytes_per_logit)
 
     @classmethod
     def from_resolved(cls, r, system) -> "Recipe":
@@ -73,18 +72,18 @@ class Recipe:
                    other_peak_flops=b(where(fp8, system.peak_flops_bf16, system.peak_flops)),
                    cast_bytes_per_element=b(where(fp4, NVFP4_CAST_BYTES_PER_ELEMENT,
                                                      where(fp8, CAST_BYTES_PER_ELEMENT[code], 0.0))),
-                   weight_bytes=b(2.0), grad_bytes=b(4.0),
+                   weight_bytes=b(2.0),
                    optimizer_bytes=b(4.0 + moments), dispatch_bytes=b(dispatch), combine_bytes=b(2.0),
-                   logit_bytes=b(np.where(np.asarray(v["training.loss"]) == "unfused",
-                                          LOGIT_BYTES["unfused"], LOGIT_BYTES["fused"])))
+                   unfused_loss=b(np.asarray(v["training.loss"]) == "unfused"))
 
     @classmethod
     def default(cls, system) -> "Recipe":
-        """16-bit training as the step model had it before recipes (2 / 4 / 12 bytes per parameter)."""
+        """16-bit training as the step model had it before recipes (2 / 12 bytes per parameter for weights
+        and optimizer; gradients from the plan)."""
         n = np.shape(system.peak_flops)
         z = np.zeros(n)
         return cls(fp8=z.astype(bool), other_peak_flops=system.peak_flops, cast_bytes_per_element=z,
-                   weight_bytes=z + 2.0, grad_bytes=z + 4.0, optimizer_bytes=z + 12.0,
+                   weight_bytes=z + 2.0, optimizer_bytes=z + 12.0,
                    dispatch_bytes=z + 2.0, combine_bytes=z + 2.0)
 
 

@@ -32,7 +32,7 @@ import numpy as np
 from hwmodels.select import where
 
 from explore.model import calibration as cal
-from explore.model import gemm, memory, overlap
+from explore.model import gemm, memory, overlap, runtime_memory as rt
 from explore.model.plan import ParallelPlan
 from explore.model.system import SystemSpec
 from explore.model.workload import (ModelSpec, activation_bytes_per_layer,
@@ -268,11 +268,26 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     # full recompute: the layer being recomputed holds its activations (as without recompute, minus s^2
     # scores: selective's count) on top of the stored layer inputs
     work = np.where(plan.recompute == 2, activation_bytes_per_layer(m, b / cp, t, sp, 1, flash), 0.0)
+    # the runtime's own buffers (runtime_memory.py): DTensor SP's gathered GEMM inputs (stored per layer,
+    # or in the recomputed layer), all-gathered keys/values under CP, pipeline buffers per microbatch
+    torch_rt = plan.runtime_torch
+    sp_layer, sp_head = rt.gathered_input_bytes(tokens_mb, h, t, sp, recipe.fp8, torch_rt)
+    # Transformer Engine with FP8 saves the FP8 copies of the GEMM inputs (1 B less per element)
+    fp8_saved = rt.fp8_saved_input_savings(tokens_mb, h, f, t, sp, recipe.fp8, torch_rt)
+    act_layer = act_layer + where(plan.recompute == 2, 0.0, sp_layer - fp8_saved)
+    work = (work + where(plan.recompute == 2, sp_layer - fp8_saved, 0.0)
+            + rt.cp_gather_bytes(m, b, cp, t, torch_rt))
+    logits16 = ACT_BYTES * tokens_mb * m.vocab / t
+    held = rt.pipeline_held_bytes(ACT_BYTES * sbh / where(sp, t, 1.0), logits16, p, v, mb, torch_rt)
     mem_parts = memory.peak_memory(act_layer, layer_params(m) / t - expert_total * expert_shard, emb / t,
-                                   recipe.logit_bytes * tokens_mb * m.vocab / t, m.layers, p, v, mb, zero, dp, untied,
+                                   memory.loss_bytes_per_logit(recipe.unfused_loss, t, ~torch_rt | (p > 1))
+                                   * tokens_mb * m.vocab / t + sp_head,
+                                   m.layers, p, v, mb, zero, dp, untied,
                                    layer_replica=layer_params(m) / t, shard_ranks=dpc,
-                                   bytes_per_param=(recipe.weight_bytes, recipe.grad_bytes,
-                                                    recipe.optimizer_bytes), work_bytes=work)
+                                   bytes_per_param=(recipe.weight_bytes, plan.grad_reduce_bytes,
+                                                    recipe.optimizer_bytes), work_bytes=work, held_bytes=held,
+                                   per_step_states=torch_rt,
+                                   allocator_overhead=where(torch_rt, cal.ALLOCATOR_OVERHEAD, 0.0))
     mem = mem_parts["total"]
 
     # --- FLOPs actually executed per device per step (hardware FLOPs, incl. recompute)
@@ -300,5 +315,6 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
         "memory_bytes_gradients": mem_parts["gradients"],
         "memory_bytes_optimizer": mem_parts["optimizer"],
         "memory_bytes_activations": mem_parts["activations"],
+        "memory_bytes_allocator": mem_parts["allocator"],   # caching allocator's reserve (runtime torch)
         "bytes_scale_out_per_device": grad_bytes * 2 + where(p > 1, 2 * v * mb * p2p_bytes, 0.0),
     }

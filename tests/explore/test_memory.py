@@ -72,3 +72,89 @@ def test_more_in_flight_with_interleaving():
     ds = explore.evaluate(sc, keep_invalid=True)
     act = ds.memory_bytes_activations.values
     assert act[1] > act[0]
+
+
+def _torch_1f1b_live_peak(p, stage, m, layers):
+    """Peak live inter-stage-sized tensors on ``stage`` of torch.distributed.pipelining's 1F1B
+    under full recompute (every layer stores its input, the size of the stage's input), stepping
+    through the schedule: one receive buffer per microbatch (non-first stages, the first layer's
+    stored input while its microbatch is in flight), one gradient receive buffer per microbatch
+    (non-last stages), each forward's output kept until the step ends (output_chunks)."""
+    warm = min(p - stage - 1, m)
+    order = ["F"] * warm
+    for _ in range(m - warm):
+        order += ["F", "B"]
+    order += ["B"] * warm
+    first, last = stage == 0, stage == p - 1
+    live = forwarded = peak = 0
+    for op in order:
+        if op == "F":
+            live += 1
+            forwarded += 1
+        else:
+            live -= 1
+        stored = live * (layers if first else layers - 1)
+        persistent = (0 if first else m) + (0 if last else m)
+        outputs = 0 if last else forwarded
+        peak = max(peak, stored + persistent + outputs)
+    return peak
+
+
+@pytest.mark.parametrize("p,m", [(2, 2), (4, 4), (8, 8), (4, 16)])
+def test_torch_pipeline_buffers_match_a_schedule_step_through(p, m):
+    from explore.model import runtime_memory as rt
+    layers = 5
+    P, V, M = np.float64(p), np.float64(1.0), np.float64(m)
+    held = rt.pipeline_held_bytes(1.0, 0.0, P, V, M, np.bool_(True))
+    for stage, h in ((0, held[0]), (1, held[1])):
+        if stage >= p - 1:
+            continue
+        want = _torch_1f1b_live_peak(p, stage, m, layers)
+        got = layers * float(memory.in_flight(P, V, M, np.float64(stage))) + float(h)
+        assert got == want, (p, m, stage)
+    # the last stage keeps the 16-bit logits of the m - 1 microbatches before the one in its loss
+    last = rt.pipeline_held_bytes(0.0, 1.0, P, V, M, np.bool_(True))[2]
+    assert float(last) == m - 1
+
+
+def _plan(**par):
+    sc = copy.deepcopy(llama3_405b())
+    sc["parallelism"].update(par)
+    return sc
+
+
+def test_gradient_memory_follows_the_reduction_dtype():
+    """Megatron-Core keeps main gradients in the dtype it reduces them in (grad_reduce_in_fp32)."""
+    sc = _plan(zero=1, grad_reduce_bytes=[4, 2])
+    g = explore.evaluate(sc, keep_invalid=True).memory_bytes_gradients.values
+    assert g[0] == pytest.approx(2.0 * g[1])
+
+
+def test_zero3_over_one_rank_is_no_sharding():
+    """ZeRO-3 over a single rank holds the model as ZeRO-0 does: no extra unsharded copies."""
+    sc = {"name": "z", "model": {"preset": "llama3-8b"},
+          "training": {"global_batch": 8, "precision": "bf16"},
+          "parallelism": {"tp": 8, "pp": 1, "dp": 1, "zero": [0, 3], "recompute": "full"},
+          "system": {"accelerator": "h100-sxm-80gb", "devices": 8}}
+    mem = explore.evaluate(sc, keep_invalid=True).memory_per_device_bytes.values
+    assert mem[0] == pytest.approx(mem[1])
+
+
+def test_zero3_holds_more_than_its_shards():
+    """Sharded over 8 ranks, ZeRO-3 still holds two layers' weights and one layer's gradient whole."""
+    sc = {"name": "z", "model": {"preset": "llama3-8b"},
+          "training": {"global_batch": 64, "precision": "bf16"},
+          "parallelism": {"tp": 1, "pp": 1, "dp": 8, "zero": 3, "recompute": "full"},
+          "system": {"accelerator": "h100-sxm-80gb", "devices": 8}}
+    ds = explore.evaluate(sc, keep_invalid=True)
+    per_layer = 218_112_000      # Llama 3 8B layer: 4096 x (2 x 4096 + 2 x 1024) + 3 x 4096 x 14336 + norms
+    shard_w = 2.0 * 8.03e9 / 8
+    assert float(ds.memory_bytes_weights[0]) == pytest.approx(shard_w + 2 * 2.0 * per_layer, rel=0.01)
+
+
+def test_transformer_engine_fp8_keeps_smaller_activations():
+    """With FP8 GEMMs, Transformer Engine saves the FP8 copies of the GEMM inputs: activations fall."""
+    sc = _plan(recompute="none")
+    sc["training"]["precision"] = ["bf16", "fp8"]
+    a = explore.evaluate(sc, keep_invalid=True).memory_bytes_activations.values
+    assert a[1] < a[0]

@@ -37,3 +37,14 @@ def test_every_asserted_run_within_25_percent(errors):
     for r, e in errors.items():
         if r not in VF.EXCLUDED:
             assert abs(e) <= 0.25, f"{r}: {100 * e:.1f} %"
+
+
+def test_llama31_405b_fp8_megatron_bridge_plan_fits_80_gb():
+    """It ran on 80 GB H100s (Megatron-Bridge perf recipe: TP 8 PP 8 CP 2 VP 8, BF16 main
+    gradients, Transformer Engine FP8): the plan must be valid and fit (was 79.3 GiB with FP32
+    gradients and 16-bit saved GEMM inputs; now 60.6 GiB)."""
+    from explore.evaluate import evaluate
+    sc = {c[0]: c[1] for c in CASES}["mbridge2606_h100_llama31_405b_fp8_1024"]
+    ds = evaluate(sc, keep_invalid=True)
+    assert bool(ds["valid"][0]), ds["reason"].values[0]
+    assert float(ds["memory_per_device_bytes"][0]) <= 80e9

@@ -1,0 +1,83 @@
+"""Memory a training runtime holds besides weights, optimizer states and stored activations.
+
+``parallelism.runtime = "megatron"`` (default): Megatron-Core with Transformer Engine; only the
+FP8 saved inputs below. ``"torch"``: the PyTorch-native stack torchtitan ran in Dec 2024 (torch
+1963fc8, torchtitan 9dec370; the Markdown file benchmarks/llama3_h100_202412_torchtitan of
+pytorch/torchtitan):
+
+* **Pipeline buffers** (``torch.distributed.pipelining``, ``stage.py`` of that time): every
+  stage appends each microbatch's output to ``output_chunks``, kept until the step returns
+  them (only the last stage's since pytorch/pytorch PR 153383, May 2025; the last stage's
+  still, issue 159251); a receive buffer per microbatch for the stage input on non-first
+  stages and one for the output gradient on non-last stages (``_create_act_recv_info`` /
+  ``_create_grad_recv_info``, one per chunk, allocated once). Per rank holding ``v`` chunks,
+  with ``m`` microbatches, ``f`` of them in flight (their receive buffers are the stored
+  first-layer inputs already counted) and ``x`` bytes per inter-stage tensor:
+      held = x [2 m (v - last) + (m - f)(v - first)] + last (m - 1) logits16
+  (``last``/``first``: 1 on the rank with the last/first stage; ``logits16``: one
+  microbatch's 16-bit vocab-sharded logits, the last stage's output; torchtitan 9dec370
+  returns them from the model and upcasts inside the loss).
+* **Sequence parallelism in DTensor** (``PrepareModuleInput`` to ``Replicate`` before the
+  column-parallel QKV and MLP-in GEMMs, torchtitan ``parallelize_llama.apply_tp``): the
+  all-gathered input is what the GEMM saves for its weight gradient, where Megatron keeps the
+  shard and gathers again in backward (Korthikanti et al. 2022, Sec. 4.2.2, which the stored
+  count in ``workload.activation_bytes_per_layer`` follows). Per layer, two gathered inputs
+  of ``e`` bytes minus their shard: ``2 e s b h (1 - 1/t)``, ``e`` = 1 with FP8 (torchao
+  ``Float8ColwiseParallel`` casts before the all-gather: the Float8 notes in the torchtitan
+  docs folder, file float8), else 2; the output layer's gathered input (16-bit, not converted
+  to FP8) at the loss.
+* **Context parallelism** (``torch.distributed.tensor.experimental.context_parallel`` with
+  torchtitan's default ``context_parallel_rotate_method = "allgather"``): each layer
+  all-gathers the keys and values of the whole sequence, ``cp`` chunks of
+  ``context.kv_chunk_bytes``, held while the layer's attention runs.
+
+**FP8 saved inputs** (``"megatron"``, Transformer Engine): with FP8 GEMMs, ``Linear`` /
+``LayerNormLinear`` / ``LayerNormMLP`` save the quantized FP8 input (column-wise copy only) for
+the weight-gradient GEMM instead of the 16-bit one (TransformerEngine
+``transformer_engine/pytorch/module/linear.py``, ``_Linear.forward``: ``saved_inputmat = inputmat``
+after ``update_usage(rowwise_usage=False, columnwise_usage=True)``): one byte less per element of
+the four GEMM inputs of a layer, QKV and MLP-in (h each, sharded by sequence parallelism),
+attention projection (h / t) and MLP-out (f / t).
+
+ZeRO-3's unsharded layers in flight are in ``memory.py`` (both runtimes); so is the caching
+allocator's reserve over the torch runtime's per-step allocations (``calibration.ALLOCATOR_OVERHEAD``).
+"""
+from __future__ import annotations
+
+import numpy as np
+from hwmodels.select import where
+
+from explore.model import context as ctx
+from explore.model.memory import in_flight
+
+def pipeline_held_bytes(stage_bytes, logits16_bytes, p, v, m, torch_rt):
+    """(first, middle, last) rank bytes the torch pipelining runtime holds (module docstring)."""
+    def rank(first, last, stage):
+        f = in_flight(p, v, m, stage)
+        return (stage_bytes * (2.0 * m * (v - last) + (m - f) * (v - first))
+                + last * np.maximum(m - 1.0, 0.0) * logits16_bytes)
+    on = torch_rt & (p > 1)
+    return tuple(where(on, rank(a, b, s), 0.0) for a, b, s in ((1.0, 0.0, 0.0), (0.0, 0.0, 1.0),
+                                                              (0.0, 1.0, p - 1.0)))
+
+
+def gathered_input_bytes(tokens, hidden, tp, sp, fp8, torch_rt):
+    """(per layer: the QKV and MLP GEMMs' saved gathered inputs, output layer's) extra bytes
+    DTensor sequence parallelism stores beyond Megatron's shard."""
+    on = torch_rt & sp & (tp > 1)
+    gathered = tokens * hidden * (1.0 - 1.0 / tp)
+    layer = where(on, 2.0 * where(fp8, 1.0, 2.0) * gathered, 0.0)
+    head = where(on, 2.0 * gathered, 0.0)
+    return layer, head
+
+
+def cp_gather_bytes(m, micro, cp, tp, torch_rt, element_bytes=2.0):
+    """Keys and values of the whole sequence on one rank while a layer's attention runs (all-gather CP)."""
+    return where(torch_rt & (cp > 1), cp * ctx.kv_chunk_bytes(m, micro, cp, tp, element_bytes), 0.0)
+
+
+
+def fp8_saved_input_savings(tokens, hidden, mlp_inner, tp, sp, fp8, torch_rt):
+    """Bytes per layer Transformer Engine saves by keeping FP8 (1 B) GEMM inputs (module docstring)."""
+    per_token = 2.0 * hidden / where(sp, tp, 1.0) + (hidden + mlp_inner) / tp
+    return where(fp8 & ~torch_rt, tokens * per_token, 0.0)
