@@ -63,9 +63,34 @@ bytes; replicated across the tensor group unless sequence parallelism shards it.
 SOFTMAX_BYTES_PER_SCORE = 9.0
 """Unfused attention, per score element and head: scale-mask-softmax read+write
 (4 bytes) and dropout read, write and mask (5 bytes)."""
-LOGITS_BYTES_PER_ELEMENT = 16.0
-"""Cross-entropy over the vocabulary, per logit: fp32 write, softmax read, gradient write and read (4 x 4 bytes)."""
-OPTIMIZER_BYTES_PER_PARAM = 32.0
-"""Adam step per parameter: read fp32 grad, master weight, m, v (16 B); write master, m, v (12 B), bf16 weight (2 B), zero grad (2 B)."""
+LOGITS_FWD_BYTES_PER_ELEMENT = 38.0
+"""Unfused vocabulary-parallel cross-entropy forward, per logit (Megatron-LM
+megatron/core/tensor_parallel/cross_entropy.py, tag core_r0.8.0; the same kernels in the
+2021-22 megatron/mpu/cross_entropy.py, called on ``output.float()``): cast the 16-bit logits
+to fp32 (read 2, write 4), max over the vocabulary (read 4), subtract the max in place
+(read 4, write 4), exp in place (read 4, write 4), sum (read 4), divide by the sum in place to
+keep the softmax for backward (read 4, write 4) = 38 bytes."""
+LOGITS_BWD_BYTES_PER_ELEMENT = 14.0
+"""Its backward, per logit: scale the saved softmax by the incoming gradient in place (read 4,
+write 4; the target-logit update is one element per token) and autograd's cast of the fp32
+gradient back to 16 bits for the output-layer GEMMs (read 4, write 2) = 14 bytes."""
+EMBEDDING_GRAD_BYTES_PER_PARAM = 12.0
+"""Input-embedding backward, per embedding parameter (V h / t) and microbatch: PyTorch's dense
+embedding backward writes a V x h 16-bit gradient (2 B; the scatter of the b s token rows is
+small), which Megatron's gradient hook adds into the fp32 main gradient
+(``param.main_grad.add_(param.grad)``: read 4 + 2, write 4) = 12 bytes. The linear layers
+accumulate into main_grad inside their weight-gradient GEMM (gradient-accumulation fusion),
+so this pass is the embedding's alone."""
+GRAD_BUFFER_PASSES = 4.0
+"""Passes over the local gradient buffer (elements of ``grad_reduce_bytes``, every local
+parameter, not sharded by ZeRO) once per step, outside the optimizer: zero it before the step
+(one write), the NaN check's norm before the reduction (one read) and the 1/dp scaling
+(read + write). Megatron-Core core_r0.8.0 megatron/core/distributed/param_and_grad_buffer.py
+(``Bucket.start_grad_sync``: ``grad_data.norm``, ``grad_data *= gradient_scaling_factor``;
+``ParamAndGradBuffer.reset``: ``grad_data.zero_()``); Megatron-LM 2021-22's local DDP zeroes
+and divides its buffer the same way (its NaN check runs on the optimizer's main gradients)."""
+OPTIMIZER_BYTES_PER_PARAM = 30.0
+"""Adam step per (ZeRO-sharded) parameter: read fp32 grad, master weight, m, v (16 B); write
+master, m, v (12 B), 16-bit weight (2 B). Zeroing the gradient is in ``GRAD_BUFFER_PASSES``."""
 MEMORY_RESERVED_BYTES = 3e9
 """Per device: CUDA/runtime context, communication buffers and allocator fragmentation (estimate, a few GB on 80 GB parts)."""
