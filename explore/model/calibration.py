@@ -82,8 +82,9 @@ small), which Megatron's gradient hook adds into the fp32 main gradient
 accumulate into main_grad inside their weight-gradient GEMM (gradient-accumulation fusion),
 so this pass is the embedding's alone."""
 GRAD_BUFFER_PASSES = 4.0
-"""Passes over the local gradient buffer (elements of ``grad_reduce_bytes``, every local
-parameter, not sharded by ZeRO) once per step, outside the optimizer: zero it before the step
+"""Passes over the local gradient buffer (elements of ``grad_reduce_bytes``; every local
+parameter with ZeRO 0/1, whose buffer is whole, the shard with ZeRO-2/3) once per step,
+outside the optimizer: zero it before the step
 (one write), the NaN check's norm before the reduction (one read) and the 1/dp scaling
 (read + write). Megatron-Core core_r0.8.0 megatron/core/distributed/param_and_grad_buffer.py
 (``Bucket.start_grad_sync``: ``grad_data.norm``, ``grad_data *= gradient_scaling_factor``;

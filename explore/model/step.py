@@ -13,6 +13,11 @@ Per layer and microbatch on one device of the slowest pipeline stage:
   which hides them behind the GEMMs they feed (only the excess is exposed).
 * recompute: full repeats the forward (with its collectives), selective
   repeats the attention core (Korthikanti et al. 2022, Sec. 5).
+* vocabulary and per-step memory traffic: the fp32 cross-entropy over the
+  logits on the last stage, the embedding's dense gradient accumulation on the
+  first stage, Adam on the ZeRO-sharded states and passes over the local
+  gradient buffer once per step (byte counts in ``calibration.py``, from
+  Megatron-LM's kernels).
 
 The pipeline runs (m + (p-1)/v) slowest-stage microbatch times (interleaved
 1F1B, Narayanan et al. 2021 Sec. 2.2), plus blocking point-to-point sends.
@@ -265,9 +270,12 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     # issue 11: ZeRO shards over dp*cp ranks; with ep the shard is the unsplit replica / (dp*cp)
     params_replica = np.maximum(params_full_replica, params_last_replica)
     opt_params = where(zero >= 1, params_replica / dpc, params_dev)
-    # plus the per-step passes over the whole local gradient buffer (zero, NaN-check norm, 1/dp scale)
+    # plus the per-step passes over the local gradient buffer (zero, NaN-check norm, 1/dp scale):
+    # every local parameter with ZeRO 0/1 (Megatron's distributed optimizer keeps the whole
+    # buffer), the shard with ZeRO-2/3 (they keep only their shard of the gradients)
+    grad_buf = where(zero >= 2, params_dev / dpc, params_dev)
     t_opt = (cal.OPTIMIZER_BYTES_PER_PARAM * opt_params
-             + cal.GRAD_BUFFER_PASSES * plan.grad_reduce_bytes * params_dev) / hbm
+             + cal.GRAD_BUFFER_PASSES * plan.grad_reduce_bytes * grad_buf) / hbm
 
     step = wall + dp_serial + z3_serial + t_opt
 
