@@ -84,14 +84,17 @@ small), which Megatron's gradient hook adds into the fp32 main gradient
 accumulate into main_grad inside their weight-gradient GEMM (gradient-accumulation fusion),
 so this pass is the embedding's alone."""
 GRAD_BUFFER_PASSES = 4.0
-"""Passes over the local gradient buffer (elements of ``grad_reduce_bytes``; every local
-parameter with ZeRO 0/1, whose buffer is whole, the shard with ZeRO-2/3) once per step,
-outside the optimizer: zero it before the step
+"""Passes over the local gradient buffer (elements of ``grad_reduce_bytes``, every local
+parameter: the distributed optimizer does not shard it) once per step, outside the optimizer:
+zero it before the step
 (one write), the NaN check's norm before the reduction (one read) and the 1/dp scaling
 (read + write). Megatron-Core core_r0.8.0 megatron/core/distributed/param_and_grad_buffer.py
 (``Bucket.start_grad_sync``: ``grad_data.norm``, ``grad_data *= gradient_scaling_factor``;
 ``ParamAndGradBuffer.reset``: ``grad_data.zero_()``); Megatron-LM 2021-22's local DDP zeroes
-and divides its buffer the same way (its NaN check runs on the optimizer's main gradients)."""
+and divides its buffer the same way (its NaN check runs on the optimizer's main gradients).
+ZeRO-2/3 (FSDP, DeepSpeed) scale the unsharded gradients before every microbatch's
+reduce-scatter (FSDP's ``_div_if_needed(unsharded_grad, ...)``) and zero only their shard:
+the same count, once per step, is a lower bound there."""
 OPTIMIZER_BYTES_PER_PARAM = 30.0
 """Adam step per (ZeRO-sharded) parameter: read fp32 grad, master weight, m, v (16 B); write
 master, m, v (12 B), 16-bit weight (2 B). Zeroing the gradient is in ``GRAD_BUFFER_PASSES``."""

@@ -270,12 +270,10 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     # issue 11: ZeRO shards over dp*cp ranks; with ep the shard is the unsplit replica / (dp*cp)
     params_replica = np.maximum(params_full_replica, params_last_replica)
     opt_params = where(zero >= 1, params_replica / dpc, params_dev)
-    # plus the per-step passes over the local gradient buffer (zero, NaN-check norm, 1/dp scale):
-    # every local parameter with ZeRO 0/1 (Megatron's distributed optimizer keeps the whole
-    # buffer), the shard with ZeRO-2/3 (they keep only their shard of the gradients)
-    grad_buf = where(zero >= 2, params_dev / dpc, params_dev)
+    # plus the per-step passes over the local gradient buffer (zero, NaN-check norm, 1/dp scale)
+    # over every local parameter (ZeRO-2/3 scale the full gradients before each reduce-scatter)
     t_opt = (cal.OPTIMIZER_BYTES_PER_PARAM * opt_params
-             + cal.GRAD_BUFFER_PASSES * plan.grad_reduce_bytes * grad_buf) / hbm
+             + cal.GRAD_BUFFER_PASSES * plan.grad_reduce_bytes * params_dev) / hbm
 
     step = wall + dp_serial + z3_serial + t_opt
 
