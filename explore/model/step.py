@@ -13,6 +13,11 @@ Per layer and microbatch on one device of the slowest pipeline stage:
   which hides them behind the GEMMs they feed (only the excess is exposed).
 * recompute: full repeats the forward (with its collectives), selective
   repeats the attention core (Korthikanti et al. 2022, Sec. 5).
+* vocabulary and per-step memory traffic: the fp32 cross-entropy over the
+  logits on the last stage, the embedding's dense gradient accumulation on the
+  first stage, Adam on the ZeRO-sharded states and passes over the local
+  gradient buffer once per step (byte counts in ``calibration.py``, from
+  Megatron-LM's kernels).
 
 The pipeline runs (m + (p-1)/v) slowest-stage microbatch times (interleaved
 1F1B, Narayanan et al. 2021 Sec. 2.2), plus blocking point-to-point sends.
@@ -147,22 +152,28 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
 
     # --- output layer (last stage): logits GEMM, cross-entropy; embedding lookup is negligible
     logit_flops = logits_flops_per_token(m) * tokens_mb / t
+    # (the unfused fp32 cross-entropy kernels, cal.LOGITS_*_BYTES_PER_ELEMENT); the input
+    # embedding's dense gradient is added into the fp32 main gradient on the first stage
     head_fwd = (logit_flops / (peak_other * c.gemm_efficiency) + c.gemm_overhead_s
-                + 0.5 * cal.LOGITS_BYTES_PER_ELEMENT * tokens_mb * m.vocab / t / hbm)
+                + cal.LOGITS_FWD_BYTES_PER_ELEMENT * tokens_mb * m.vocab / t / hbm)
     head_bwd = (2.0 * logit_flops / (peak_other * c.gemm_efficiency) + 2 * c.gemm_overhead_s
-                + 0.5 * cal.LOGITS_BYTES_PER_ELEMENT * tokens_mb * m.vocab / t / hbm)
+                + cal.LOGITS_BWD_BYTES_PER_ELEMENT * tokens_mb * m.vocab / t / hbm)
+    emb_bwd = cal.EMBEDDING_GRAD_BYTES_PER_PARAM * m.vocab * h / t / hbm
 
     # --- 1F1B steady state: each slot is one forward and one backward of the slowest stage;
     # forward and backward are bounded separately (the fullest stage or the last stage + head)
+    # (the first stage, a full one, adds the embedding gradient; with pp = 1 it is the last stage too)
     n_full, n_last = stage_layers(m, plan)
+    p = plan.pp
+    head_bwd = head_bwd + where(p == 1, emb_bwd, 0.0)
     t_fwd_stage = np.maximum(n_full * fwd_wall, n_last * fwd_wall + head_fwd)
-    t_bwd_stage = np.maximum(n_full * (bwd_wall + rc_wall), n_last * (bwd_wall + rc_wall) + head_bwd)
+    t_bwd_stage = np.maximum(n_full * (bwd_wall + rc_wall) + emb_bwd, n_last * (bwd_wall + rc_wall) + head_bwd)
     t_stage = t_fwd_stage + t_bwd_stage
     last_fwd = n_full * fwd_wall < n_last * fwd_wall + head_fwd
-    last_bwd = n_full * (bwd_wall + rc_wall) < n_last * (bwd_wall + rc_wall) + head_bwd
+    last_bwd = n_full * (bwd_wall + rc_wall) + emb_bwd < n_last * (bwd_wall + rc_wall) + head_bwd
     compute_stage = (where(last_fwd, n_last * fwd_compute + head_fwd, n_full * fwd_compute)
                      + where(last_bwd, n_last * (bwd_compute + rc_compute) + head_bwd,
-                                n_full * (bwd_compute + rc_compute)))
+                                n_full * (bwd_compute + rc_compute) + emb_bwd))
 
     # issue 11: the layer's exposed communication and the MoE / ring-attention parts of it
     layer_comm = (fwd_wall - fwd_compute) + (bwd_wall - bwd_compute) + (rc_wall - rc_compute)
@@ -171,7 +182,7 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     cp_layer = ring_exp_fwd * rc_twice + ring_exp_bwd
 
     mb = plan.microbatches
-    p, v = plan.pp, plan.virtual_stages
+    v = plan.virtual_stages
     bubble = (p - 1) / v * t_stage
     pipe_steady = mb * t_stage
 
@@ -259,7 +270,10 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     # issue 11: ZeRO shards over dp*cp ranks; with ep the shard is the unsplit replica / (dp*cp)
     params_replica = np.maximum(params_full_replica, params_last_replica)
     opt_params = where(zero >= 1, params_replica / dpc, params_dev)
-    t_opt = cal.OPTIMIZER_BYTES_PER_PARAM * opt_params / hbm
+    # plus the per-step passes over the local gradient buffer (zero, NaN-check norm, 1/dp scale)
+    # over every local parameter (ZeRO-2/3 scale the full gradients before each reduce-scatter)
+    t_opt = (cal.OPTIMIZER_BYTES_PER_PARAM * opt_params
+             + cal.GRAD_BUFFER_PASSES * plan.grad_reduce_bytes * params_dev) / hbm
 
     step = wall + dp_serial + z3_serial + t_opt
 

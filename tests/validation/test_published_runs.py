@@ -1,9 +1,9 @@
 """Step time against published training runs (tests/validation/published_runs.csv).
 
-Bounds: issues 2 and 10 ask for MAPE <= 5 % and every run within 12 %; with the measured (not
-fitted) link efficiencies and the communication-bound MegaScale and BLOOM runs added (issue 10)
-the fit reaches MAPE 5.00 % and 12.3 % at worst over 36 runs, so the asserted bounds are 5.2 %
-and 13 % (README says where). MT-NLG (held out, explore.validation.HELD_OUT_GROUPS) is not bounded.
+Bounds: issues 2 and 10 ask for MAPE <= 5 % and every run within 12 %, which are asserted; with
+the per-step memory traffic of the cross-entropy, embedding gradient and gradient buffer modelled
+the fit reaches MAPE 3.85 % and 10.6 % at worst over 36 runs (README says where). MT-NLG (held
+out, explore.validation.HELD_OUT_GROUPS) is not bounded.
 The calibration constants in explore/model/calibration.py were fitted on this set
 (`python -m explore.validation --fit`); the errors are in-sample.
 """
@@ -39,13 +39,13 @@ def errors():
 
 
 @pytest.mark.parametrize("run_id", [c[0] for c in CALIB])
-def test_step_time_within_13_percent(errors, run_id):
-    assert abs(errors[run_id]) <= 0.13, f"{run_id}: error {100 * errors[run_id]:.1f} %"
+def test_step_time_within_12_percent(errors, run_id):
+    assert abs(errors[run_id]) <= 0.12, f"{run_id}: error {100 * errors[run_id]:.1f} %"
 
 
-def test_mape_at_most_5_2_percent(errors):
+def test_mape_at_most_5_percent(errors):
     mape = float(np.mean(np.abs(list(errors.values()))))
-    assert mape <= 0.052, f"MAPE {100 * mape:.2f} %"
+    assert mape <= 0.05, f"MAPE {100 * mape:.2f} %"
 
 
 def test_mfu_of_korthikanti_runs_matches_published():
