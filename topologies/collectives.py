@@ -183,6 +183,16 @@ def nccl_tree_all_reduce_s(size_bytes, n, nodes, bus_bw_bps, lat_intra_s, lat_ne
     return where(n > 1, t, 0.0)
 
 
+def nccl_protocol_s(simple_s, low_latency_s, pipeline_s):
+    """NCCL's protocol choice per call: min(Simple + its per-call pipeline time, low-latency
+    protocol). The nccl-tests curves of tests/validation/collective_bench.csv lie 50-150 us
+    above latency + size / bus bandwidth from 4 MiB up while the 1 MiB points sit on it:
+    small buffers run a low-latency protocol (LL/LL128: flag per 8 or 128 bytes, a fraction of
+    the bandwidth), larger ones Simple, whose pipeline pays ``pipeline_s`` per call
+    (hwmodels/catalog/collectives.toml, fitted there)."""
+    return np.minimum(np.asarray(simple_s, dtype=float) + pipeline_s, low_latency_s)
+
+
 def bus_bandwidth_gbs(kind, size_bytes, n, time_s):
     """nccl-tests bus bandwidth (GB/s) of a measured or modelled time: algbw x steps/n."""
     n = np.asarray(n, dtype=float)
