@@ -151,6 +151,14 @@ def tree_latency_s(n, nodes, lat_intra_s, lat_net_s, base_s):
     return base_s + 2.0 * ((n / nodes - 1.0) * lat_intra_s + np.log2(nodes) * lat_net_s)
 
 
+def nvls_tree_latency_s(nodes, lat_nvls_s, lat_net_s, base_s):
+    """NVLS tree all-reduce (NVLink SHARP inside each node, a tree across nodes): base + one
+    in-switch reduction step + 2 log2(nodes) network levels, whatever the ranks per node
+    (NVIDIA/nccl:src/graph/tuning.cc, NVLS_TREE latency: intraLat + 2 log2(nNodes) interLat)."""
+    nodes = np.maximum(np.asarray(nodes, dtype=float), 1.0)
+    return base_s + lat_nvls_s + 2.0 * np.log2(nodes) * lat_net_s
+
+
 def nccl_ring_s(size_bytes, n, nodes, bus_bw_bps, lat_intra_s, lat_net_s, base_s, all_reduce=False,
                 plateau=1.0):
     """Ring reduce-scatter / all-gather (all_reduce=False) or all-reduce of an S-byte buffer:
@@ -172,14 +180,16 @@ def tree_correction(size_bytes, table):
 
 
 def nccl_tree_all_reduce_s(size_bytes, n, nodes, bus_bw_bps, lat_intra_s, lat_net_s, base_s, tree_factor,
-                           correction=None):
+                           correction=None, latency_s=None):
     """Double binary tree all-reduce: latency + S / (tree_factor x busbw x correction(S) / 2);
-    ``correction``: NCCL's size-dependent table (``tree_correction``), None = 1."""
+    ``correction``: NCCL's size-dependent table (``tree_correction``), None = 1; ``latency_s``
+    replaces the chain-and-tree latency (``tree_latency_s``) when given (the NVLS tree's)."""
     n = np.asarray(n, dtype=float)
     bw = tree_factor * np.asarray(bus_bw_bps, dtype=float)
     if correction is not None:
         bw = bw * tree_correction(size_bytes, correction)
-    t = tree_latency_s(n, nodes, lat_intra_s, lat_net_s, base_s) + 2.0 * _beta(size_bytes, bw)
+    lat = tree_latency_s(n, nodes, lat_intra_s, lat_net_s, base_s) if latency_s is None else latency_s
+    t = lat + 2.0 * _beta(size_bytes, bw)
     return where(n > 1, t, 0.0)
 
 

@@ -16,6 +16,9 @@ constants in ``hwmodels/catalog/collectives.toml``):
   pipeline time, ``simple_pipeline_s``) and its low-latency protocol (the ring with the same
   latencies at a fraction of the bus bandwidth: LL128 inside a domain, LL across domains);
   ``topologies.collectives.nccl_protocol_s``;
+* an all-reduce across domains of a scale-up with in-switch reduction may also run NCCL's
+  NVLS tree: one switch reduction per domain (``nvls_latency_s``) instead of the tree's chain
+  through the domain's ranks, then the tree across domains;
 * an all-reduce over exactly two domains of a scale-up with in-switch reduction (NVLink
   SHARP) runs NCCL's NVLS tree, which crosses the network once per byte: its tree's network
   bound is twice the NIC share (NVIDIA/nccl:src/graph/tuning.cc, NVLSTree interBw x 2 at
@@ -59,6 +62,7 @@ class Fabric:
         self.pipeline = float(lib["simple_pipeline_s"])
         self.ll_intra = float(lib["low_latency_bandwidth_fraction_intra"])
         self.ll_net = float(lib["low_latency_bandwidth_fraction_net"])
+        self.nvls_lat = float(lib["nvls_latency_s"])
         self.su_bw = s.su_bandwidth_bps * c.link_efficiency
         self.su_lat = s.su_latency_s
         self.nvls = np.asarray(s.su_in_switch_reduction, dtype=float) > 0
@@ -91,14 +95,24 @@ class Fabric:
         t_out = self.place.outer_reduce_scatter(np.asarray(size_bytes, dtype=float) / inner, stride, outer)
         return self.base + k * (t_in + t_out)
 
-    def _ring_tree(self, size_bytes, n, outer, bus, tree_bus, all_reduce, frac=1.0):
-        """The faster of NCCL's ring and (all-reduce) tree at ``frac`` x their bus bandwidths."""
+    def _ring_tree(self, size_bytes, n, outer, bus, tree_bus, all_reduce, frac=None):
+        """The faster of NCCL's ring and (all-reduce) tree, and with the Simple protocol
+        (``frac`` None) the NVLS tree; a low-latency protocol runs at ``frac`` x the bus bandwidths."""
+        simple = frac is None
+        frac = 1.0 if simple else frac
         t = coll.nccl_ring_s(size_bytes, n, outer, bus * frac, self.su_lat, self.so_lat, self.base,
                              all_reduce, self.plateau)
         if all_reduce:
             tree = coll.nccl_tree_all_reduce_s(size_bytes, n, outer, tree_bus * frac, self.su_lat, self.so_lat,
                                                self.base, self.tree_factor, self.tree_correction)
             t = np.minimum(t, tree)
+            if simple and self.nvls.any():     # NVLS algorithms run Simple only (tuning.cc)
+                # NVLS tree across domains of an in-switch-reducing scale-up: one switch reduction
+                # per domain instead of the chain through its ranks
+                lat = coll.nvls_tree_latency_s(outer, self.nvls_lat, self.so_lat, self.base)
+                nvls = coll.nccl_tree_all_reduce_s(size_bytes, n, outer, tree_bus, self.su_lat, self.so_lat,
+                                                   self.base, self.tree_factor, self.tree_correction, lat)
+                t = where(self.nvls & (outer > 1), np.minimum(t, nvls), t)
         return t
 
     def _call(self, size_bytes, stride, n, all_reduce):
