@@ -49,12 +49,14 @@ TOLERANCE["ncclt119_a100_3node_allreduce"] = 0.20
 def modelled_busbw(row, size=None):
     """nccl-tests bus bandwidth (GB/s) the model gives for a CSV row's system, collective and size."""
     gpus, per_node = int(row["gpus"]), int(row["gpus_per_node"])
-    h100 = "H100" in row["system"]
+    gen = "b200" if "B200" in row["system"] else "h100" if "H100" in row["system"] else "a100"
     sc = {"name": row["bench_id"], "model": {"preset": "gpt3-175b"},
           "parallelism": {"tp": 1, "pp": 1, "dp": gpus},
           "training": {"global_batch": gpus},
-          "system": {"accelerator": "h100-sxm-80gb" if h100 else "a100-sxm-80gb", "devices": gpus,
-                     "scale_up": {"size": per_node, "link": "nvlink4" if h100 else "nvlink3"},
+          "system": {"accelerator": {"b200": "b200", "h100": "h100-sxm-80gb", "a100": "a100-sxm-80gb"}[gen],
+                     "devices": gpus,
+                     "scale_up": {"size": per_node, "link": {"b200": "nvlink5", "h100": "nvlink4",
+                                                             "a100": "nvlink3"}[gen]},
                      "scale_out": {"topology": "fat-tree", "link": "ib-hdr-200",
                                    "bandwidth_bps": float(row["nic_gbps"]) * 1e9,
                                    "nics_per_device": int(row["nics_per_node"]) / per_node}}}
