@@ -203,6 +203,32 @@ def nccl_protocol_s(simple_s, low_latency_s, pipeline_s):
     return np.minimum(np.asarray(simple_s, dtype=float) + pipeline_s, low_latency_s)
 
 
+def nccl_call_s(size_bytes, n, nodes, bus_bw_bps, tree_bus_bps, lat_intra_s, lat_net_s, base_s, all_reduce,
+                plateau, tree_factor, correction, ll_fraction, pipeline_s, nvls=None, lat_nvls_s=0.0):
+    """One NCCL call, each latency and bandwidth term computed once: the faster protocol
+    (``nccl_protocol_s``) of Simple = min(ring, tree, NVLS tree where ``nvls``) + ``pipeline_s``
+    and low-latency = min(ring, tree) at ``ll_fraction`` x the bus bandwidths. Same terms as
+    ``nccl_ring_s``, ``nccl_tree_all_reduce_s`` (tree for all-reduce only) and
+    ``nvls_tree_latency_s``."""
+    n = np.asarray(n, dtype=float)
+    lat = ring_latency_s(n, nodes, lat_intra_s, lat_net_s, base_s, all_reduce)
+    if all_reduce:
+        lat = where(np.asarray(nodes) > 1, lat * plateau, lat)
+    bw = ring_steps(n, all_reduce) / n * _beta(size_bytes, bus_bw_bps)
+    simple = lat + bw
+    low = lat + bw / ll_fraction
+    if all_reduce:
+        tbw = 2.0 * _beta(size_bytes, tree_factor * np.asarray(tree_bus_bps, dtype=float)
+                          * tree_correction(size_bytes, correction))
+        tlat = tree_latency_s(n, nodes, lat_intra_s, lat_net_s, base_s)
+        simple = np.minimum(simple, tlat + tbw)
+        low = np.minimum(low, tlat + tbw / ll_fraction)
+        if nvls is not None:       # NVLS algorithms run the Simple protocol only (tuning.cc)
+            simple = where(nvls, np.minimum(simple, nvls_tree_latency_s(nodes, lat_nvls_s, lat_net_s, base_s) + tbw),
+                           simple)
+    return where(n > 1, nccl_protocol_s(simple, low, pipeline_s), 0.0)
+
+
 def bus_bandwidth_gbs(kind, size_bytes, n, time_s):
     """nccl-tests bus bandwidth (GB/s) of a measured or modelled time: algbw x steps/n."""
     n = np.asarray(n, dtype=float)

@@ -95,35 +95,17 @@ class Fabric:
         t_out = self.place.outer_reduce_scatter(np.asarray(size_bytes, dtype=float) / inner, stride, outer)
         return self.base + k * (t_in + t_out)
 
-    def _ring_tree(self, size_bytes, n, outer, bus, tree_bus, all_reduce, frac=None):
-        """The faster of NCCL's ring and (all-reduce) tree, and with the Simple protocol
-        (``frac`` None) the NVLS tree; a low-latency protocol runs at ``frac`` x the bus bandwidths."""
-        simple = frac is None
-        frac = 1.0 if simple else frac
-        t = coll.nccl_ring_s(size_bytes, n, outer, bus * frac, self.su_lat, self.so_lat, self.base,
-                             all_reduce, self.plateau)
-        if all_reduce:
-            tree = coll.nccl_tree_all_reduce_s(size_bytes, n, outer, tree_bus * frac, self.su_lat, self.so_lat,
-                                               self.base, self.tree_factor, self.tree_correction)
-            t = np.minimum(t, tree)
-            if simple and self.nvls.any():     # NVLS algorithms run Simple only (tuning.cc)
-                # NVLS tree across domains of an in-switch-reducing scale-up: one switch reduction
-                # per domain instead of the chain through its ranks
-                lat = coll.nvls_tree_latency_s(outer, self.nvls_lat, self.so_lat, self.base)
-                nvls = coll.nccl_tree_all_reduce_s(size_bytes, n, outer, tree_bus, self.su_lat, self.so_lat,
-                                                   self.base, self.tree_factor, self.tree_correction, lat)
-                t = where(self.nvls & (outer > 1), np.minimum(t, nvls), t)
-        return t
-
     def _call(self, size_bytes, stride, n, all_reduce):
         inner, outer, bus, tree_bus = self._bus(stride, n)
         n = np.asarray(n, dtype=float)
-        # protocol: Simple (its per-call pipeline time on top) or the low-latency one (same
-        # latencies at a fraction of the bus bandwidth: LL128 inside a domain, LL across)
+        # protocol: Simple (ring / tree / NVLS tree + its per-call pipeline time) or the
+        # low-latency one (same latencies at a fraction of the bus bandwidth: LL128 inside a
+        # domain, LL across)
         frac = where(outer > 1, self.ll_net, self.ll_intra)
-        t = coll.nccl_protocol_s(self._ring_tree(size_bytes, n, outer, bus, tree_bus, all_reduce),
-                                 self._ring_tree(size_bytes, n, outer, bus, tree_bus, all_reduce, frac),
-                                 self.pipeline)
+        nvls = (self.nvls & (outer > 1)) if (all_reduce and self.nvls.any()) else None
+        t = coll.nccl_call_s(size_bytes, n, outer, bus, tree_bus, self.su_lat, self.so_lat, self.base, all_reduce,
+                             self.plateau, self.tree_factor, self.tree_correction, frac, self.pipeline,
+                             nvls, self.nvls_lat)
         if self.place.any_torus:
             t = where(self.place.is_torus() & (outer > 1), self._torus(size_bytes, stride, n, all_reduce), t)
         return where(n > 1, t, 0.0)
