@@ -151,6 +151,14 @@ def tree_latency_s(n, nodes, lat_intra_s, lat_net_s, base_s):
     return base_s + 2.0 * ((n / nodes - 1.0) * lat_intra_s + np.log2(nodes) * lat_net_s)
 
 
+def nvls_tree_latency_s(nodes, lat_nvls_s, lat_net_s, base_s):
+    """NVLS tree all-reduce (NVLink SHARP inside each node, a tree across nodes): base + one
+    in-switch reduction step + 2 log2(nodes) network levels, whatever the ranks per node
+    (NVIDIA/nccl:src/graph/tuning.cc, NVLS_TREE latency: intraLat + 2 log2(nNodes) interLat)."""
+    nodes = np.maximum(np.asarray(nodes, dtype=float), 1.0)
+    return base_s + lat_nvls_s + 2.0 * np.log2(nodes) * lat_net_s
+
+
 def nccl_ring_s(size_bytes, n, nodes, bus_bw_bps, lat_intra_s, lat_net_s, base_s, all_reduce=False,
                 plateau=1.0):
     """Ring reduce-scatter / all-gather (all_reduce=False) or all-reduce of an S-byte buffer:
@@ -172,15 +180,53 @@ def tree_correction(size_bytes, table):
 
 
 def nccl_tree_all_reduce_s(size_bytes, n, nodes, bus_bw_bps, lat_intra_s, lat_net_s, base_s, tree_factor,
-                           correction=None):
+                           correction=None, latency_s=None):
     """Double binary tree all-reduce: latency + S / (tree_factor x busbw x correction(S) / 2);
-    ``correction``: NCCL's size-dependent table (``tree_correction``), None = 1."""
+    ``correction``: NCCL's size-dependent table (``tree_correction``), None = 1; ``latency_s``
+    replaces the chain-and-tree latency (``tree_latency_s``) when given (the NVLS tree's)."""
     n = np.asarray(n, dtype=float)
     bw = tree_factor * np.asarray(bus_bw_bps, dtype=float)
     if correction is not None:
         bw = bw * tree_correction(size_bytes, correction)
-    t = tree_latency_s(n, nodes, lat_intra_s, lat_net_s, base_s) + 2.0 * _beta(size_bytes, bw)
+    lat = tree_latency_s(n, nodes, lat_intra_s, lat_net_s, base_s) if latency_s is None else latency_s
+    t = lat + 2.0 * _beta(size_bytes, bw)
     return where(n > 1, t, 0.0)
+
+
+def nccl_protocol_s(simple_s, low_latency_s, pipeline_s):
+    """NCCL's protocol choice per call: min(Simple + its per-call pipeline time, low-latency
+    protocol). The nccl-tests curves of tests/validation/collective_bench.csv lie 50-150 us
+    above latency + size / bus bandwidth from 4 MiB up while the 1 MiB points sit on it:
+    small buffers run a low-latency protocol (LL/LL128: flag per 8 or 128 bytes, a fraction of
+    the bandwidth), larger ones Simple, whose pipeline pays ``pipeline_s`` per call
+    (hwmodels/catalog/collectives.toml, fitted there)."""
+    return np.minimum(np.asarray(simple_s, dtype=float) + pipeline_s, low_latency_s)
+
+
+def nccl_call_s(size_bytes, n, nodes, bus_bw_bps, tree_bus_bps, lat_intra_s, lat_net_s, base_s, all_reduce,
+                plateau, tree_factor, correction, ll_fraction, pipeline_s, nvls=None, lat_nvls_s=0.0):
+    """One NCCL call, each latency and bandwidth term computed once: the faster protocol
+    (``nccl_protocol_s``) of Simple = min(ring, tree, NVLS tree where ``nvls``) + ``pipeline_s``
+    and low-latency = min(ring, tree) at ``ll_fraction`` x the bus bandwidths. Same terms as
+    ``nccl_ring_s``, ``nccl_tree_all_reduce_s`` (tree for all-reduce only) and
+    ``nvls_tree_latency_s``."""
+    n = np.asarray(n, dtype=float)
+    lat = ring_latency_s(n, nodes, lat_intra_s, lat_net_s, base_s, all_reduce)
+    if all_reduce:
+        lat = where(np.asarray(nodes) > 1, lat * plateau, lat)
+    bw = ring_steps(n, all_reduce) / n * _beta(size_bytes, bus_bw_bps)
+    simple = lat + bw
+    low = lat + bw / ll_fraction
+    if all_reduce:
+        tbw = 2.0 * _beta(size_bytes, tree_factor * np.asarray(tree_bus_bps, dtype=float)
+                          * tree_correction(size_bytes, correction))
+        tlat = tree_latency_s(n, nodes, lat_intra_s, lat_net_s, base_s)
+        simple = np.minimum(simple, tlat + tbw)
+        low = np.minimum(low, tlat + tbw / ll_fraction)
+        if nvls is not None:       # NVLS algorithms run the Simple protocol only (tuning.cc)
+            simple = where(nvls, np.minimum(simple, nvls_tree_latency_s(nodes, lat_nvls_s, lat_net_s, base_s) + tbw),
+                           simple)
+    return where(n > 1, nccl_protocol_s(simple, low, pipeline_s), 0.0)
 
 
 def bus_bandwidth_gbs(kind, size_bytes, n, time_s):

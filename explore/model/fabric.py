@@ -12,6 +12,13 @@ constants in ``hwmodels/catalog/collectives.toml``):
 * latency: a base per call plus one scale-up latency per intra-domain step and one
   network latency per network step (ring), or per tree level (tree); the tree's bandwidth
   carries NCCL's size-dependent correction factor;
+* protocol: the faster of NCCL's Simple protocol (the ring/tree above plus a per-call
+  pipeline time, ``simple_pipeline_s``) and its low-latency protocol (the ring with the same
+  latencies at a fraction of the bus bandwidth: LL128 inside a domain, LL across domains);
+  ``topologies.collectives.nccl_protocol_s``;
+* an all-reduce across domains of a scale-up with in-switch reduction may also run NCCL's
+  NVLS tree: one switch reduction per domain (``nvls_latency_s``) instead of the tree's chain
+  through the domain's ranks, then the tree across domains;
 * an all-reduce over exactly two domains of a scale-up with in-switch reduction (NVLink
   SHARP) runs NCCL's NVLS tree, which crosses the network once per byte: its tree's network
   bound is twice the NIC share (NVIDIA/nccl:src/graph/tuning.cc, NVLSTree interBw x 2 at
@@ -52,6 +59,10 @@ class Fabric:
         self.tree_factor = float(lib["tree_bandwidth_factor"])
         self.plateau = float(lib["ring_latency_plateau"])
         self.tree_correction = np.asarray(lib["tree_correction"], dtype=float)
+        self.pipeline = float(lib["simple_pipeline_s"])
+        self.ll_intra = float(lib["low_latency_bandwidth_fraction_intra"])
+        self.ll_net = float(lib["low_latency_bandwidth_fraction_net"])
+        self.nvls_lat = float(lib["nvls_latency_s"])
         self.su_bw = s.su_bandwidth_bps * c.link_efficiency
         self.su_lat = s.su_latency_s
         self.nvls = np.asarray(s.su_in_switch_reduction, dtype=float) > 0
@@ -87,12 +98,14 @@ class Fabric:
     def _call(self, size_bytes, stride, n, all_reduce):
         inner, outer, bus, tree_bus = self._bus(stride, n)
         n = np.asarray(n, dtype=float)
-        t = coll.nccl_ring_s(size_bytes, n, outer, bus, self.su_lat, self.so_lat, self.base,
-                             all_reduce, self.plateau)
-        if all_reduce:
-            tree = coll.nccl_tree_all_reduce_s(size_bytes, n, outer, tree_bus, self.su_lat, self.so_lat,
-                                               self.base, self.tree_factor, self.tree_correction)
-            t = np.minimum(t, tree)
+        # protocol: Simple (ring / tree / NVLS tree + its per-call pipeline time) or the
+        # low-latency one (same latencies at a fraction of the bus bandwidth: LL128 inside a
+        # domain, LL across)
+        frac = where(outer > 1, self.ll_net, self.ll_intra)
+        nvls = (self.nvls & (outer > 1)) if (all_reduce and self.nvls.any()) else None
+        t = coll.nccl_call_s(size_bytes, n, outer, bus, tree_bus, self.su_lat, self.so_lat, self.base, all_reduce,
+                             self.plateau, self.tree_factor, self.tree_correction, frac, self.pipeline,
+                             nvls, self.nvls_lat)
         if self.place.any_torus:
             t = where(self.place.is_torus() & (outer > 1), self._torus(size_bytes, stride, n, all_reduce), t)
         return where(n > 1, t, 0.0)

@@ -2,22 +2,28 @@
 (tests/validation/collective_bench.csv, one row per published figure with its source).
 
 The two link efficiencies in explore/model/calibration.py are two of these measurements (not
-fitted on training runs); this test checks the whole per-call model (ring/tree choice, NCCL's
-latency and tree-correction constants, bus bandwidth of the slowest hop) against every
-published figure, 1 MiB to 10 GiB, 8 to 40 GPUs.
+fitted on training runs), and so is the Simple protocol's per-call pipeline time
+(hwmodels/catalog/collectives.toml simple_pipeline_s, fitted on these points); this test checks
+the whole per-call model (protocol and ring/tree/NVLS-tree choice, NCCL's latency and
+tree-correction constants, bus bandwidth of the slowest hop) against every published figure,
+1 MiB to 10 GiB, 8 to 40 GPUs (no published text figure beyond 40 GPUs with its hardware
+stated was found).
 
 Rule for the 15 % assertion (stated once; README "Collective model against the published
 nccl-tests figures" gives every error):
 
 * within 15 %: every point from 1 GiB up (the two-node H100 ones through NCCL's NVLS tree,
-  which crosses the network once per byte on two nodes), every 1 MiB point, and the mid-size
-  points where the model is within 15 %;
-* ``OPTIMISTIC``: mid-size points (4-256 MiB) where the measured curve ramps up more slowly
-  than latency + size / bandwidth; the model is faster there (+20 % to +62 %). Asserted in
-  direction and bound (never pessimistic, at most +65 %: a regression guard set from these
-  points, the worst is +62 %), so a regression in either direction fails;
-* the three-node 128 MiB point: 20 % (its 'peak' is 10 % above the two-node 4 GiB figure of
-  the same system class).
+  which crosses the network once per byte on two nodes), every 1 MiB point, and 6 of the 13
+  mid-size points (4-256 MiB: four-node H100 all-reduce 4/16/64 MiB, all-gather 64 MiB, one-node
+  A100 256 MiB; 22 of the 30 points in all);
+* ``OPTIMISTIC``: the 7 other mid-size points, where the measured curve ramps up more slowly
+  than the model's protocol choice (low-latency protocol, or Simple with its 80 us per-call
+  pipeline time, fitted on these points): one-node A100 4/16/64 MiB +21/+43/+18 %, four-node
+  H100 all-reduce 256 MiB +15.3 %, all-gather 4/16/256 MiB +48/+15.4/+17 %. Asserted in
+  direction and bound (never pessimistic, at most +50 %: a regression guard set from these
+  points, the worst is +47.5 %), so a regression in either direction fails;
+* the three-node 128 MiB point: 20 % (-18.5 %; its 'peak' is 10 % above the two-node 4 GiB
+  figure of the same system class).
 """
 import csv
 from pathlib import Path
@@ -33,11 +39,9 @@ from topologies.collectives import bus_bandwidth_gbs
 
 ROWS = list(csv.DictReader(open(Path(__file__).parent / "collective_bench.csv")))
 OPTIMISTIC = {"azure_ndv4_a100_1node_allreduce_4m", "azure_ndv4_a100_1node_allreduce_16m",
-              "azure_ndv4_a100_1node_allreduce_67m", "vp_h100_4node_allreduce_4m",
-              "vp_h100_4node_allreduce_16m", "vp_h100_4node_allreduce_256m",
-              "vp_h100_4node_allgather_4m", "vp_h100_4node_allgather_16m",
-              "vp_h100_4node_allgather_64m", "vp_h100_4node_allgather_256m"}
-OPTIMISTIC_BOUND = 0.65
+              "azure_ndv4_a100_1node_allreduce_67m", "vp_h100_4node_allreduce_256m",
+              "vp_h100_4node_allgather_4m", "vp_h100_4node_allgather_16m", "vp_h100_4node_allgather_256m"}
+OPTIMISTIC_BOUND = 0.50
 TOLERANCE = {r["bench_id"]: 0.15 for r in ROWS if r["bench_id"] not in OPTIMISTIC}
 TOLERANCE["ncclt119_a100_3node_allreduce"] = 0.20
 
@@ -45,12 +49,14 @@ TOLERANCE["ncclt119_a100_3node_allreduce"] = 0.20
 def modelled_busbw(row, size=None):
     """nccl-tests bus bandwidth (GB/s) the model gives for a CSV row's system, collective and size."""
     gpus, per_node = int(row["gpus"]), int(row["gpus_per_node"])
-    h100 = "H100" in row["system"]
+    gen = "b200" if "B200" in row["system"] else "h100" if "H100" in row["system"] else "a100"
     sc = {"name": row["bench_id"], "model": {"preset": "gpt3-175b"},
           "parallelism": {"tp": 1, "pp": 1, "dp": gpus},
           "training": {"global_batch": gpus},
-          "system": {"accelerator": "h100-sxm-80gb" if h100 else "a100-sxm-80gb", "devices": gpus,
-                     "scale_up": {"size": per_node, "link": "nvlink4" if h100 else "nvlink3"},
+          "system": {"accelerator": {"b200": "b200", "h100": "h100-sxm-80gb", "a100": "a100-sxm-80gb"}[gen],
+                     "devices": gpus,
+                     "scale_up": {"size": per_node, "link": {"b200": "nvlink5", "h100": "nvlink4",
+                                                             "a100": "nvlink3"}[gen]},
                      "scale_out": {"topology": "fat-tree", "link": "ib-hdr-200",
                                    "bandwidth_bps": float(row["nic_gbps"]) * 1e9,
                                    "nics_per_device": int(row["nics_per_node"]) / per_node}}}
