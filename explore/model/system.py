@@ -266,22 +266,42 @@ def network_spec(r):
         np.floor(devices / (tp * pp * f("parallelism.cp"))), 1.0)  # issue 11: cp ranks
     mbs = f("parallelism.microbatch")
     gb, seq = f("training.global_batch"), f("model.seq_len")
-    # the gradient ring is planned for the model's real layer (gated MLP, MoE experts), as step.py reduces it
+    # the gradient rings are planned for the model's real layer (gated MLP, MoE experts), as
+    # step.py reduces it: dense weights over the dp * cp ranks of a stage (tp apart), routed
+    # experts sharded over etp * ep ranks over their own expert-data-parallel group
+    from explore.model import moe
     from explore.model.workload import ModelSpec, layer_params
-    dp_b, pp_b = reconfig.plan_traffic_bytes(f("model.layers"), f("model.hidden"), seq, mbs,
-                                             np.maximum(gb / (dp * mbs), 1.0), tp, pp,
-                                             f("parallelism.virtual_stages"), f("parallelism.grad_reduce_bytes"),
-                                             fit(layer_params(ModelSpec.from_resolved(r)), n, float))
+    m = ModelSpec.from_resolved(r)
+    cp = f("parallelism.cp")
+    eg = f("parallelism.etp") * f("parallelism.ep") if "parallelism.etp" in v else tp * f("parallelism.ep")
+    mb = np.maximum(gb / (dp * mbs), 1.0)
+    dp_b, ep_b, pp_b = reconfig.plan_traffic_bytes(
+        f("model.layers"), f("model.hidden"), seq, mbs, mb, tp, pp, f("parallelism.virtual_stages"),
+        f("parallelism.grad_reduce_bytes"), fit(layer_params(m), n, float), cp=cp,
+        zero=f("parallelism.zero"), expert_params=fit(moe.expert_params_per_layer(m, np.where(m.gated_mlp, 3.0, 2.0)), n, float),
+        expert_ranks=eg)
     # circuits are planned for the traffic that leaves a scale-up node: a data-parallel group
     # inside one domain, or a pipeline whose stages share a domain, asks for none
     # (hierarchical reduction: a node sends each group's gradient shard once, (outer-1)/outer of it,
     # for each of the su / inner groups it holds; every device of a node has its own pipeline
-    # peer outside it). The gradient ring runs over the dp * cp ranks of a stage, tp apart (step.py).
+    # peer outside it). Both gradient rings share the node's collective circuits.
     from topologies.placement import group_span
-    cp = f("parallelism.cp")
-    dp_inner, dp_outer = group_span(tp, dp * cp, su)
-    dp_node = dp_b * (su / dp_inner) * (dp_outer - 1.0) / dp_outer
+
+    def ring(bytes_dev, stride, size):
+        inner, outer = group_span(stride, size, su)
+        return bytes_dev * (su / inner) * (outer - 1.0) / outer
+
+    dp_node = ring(dp_b, tp, dp * cp) + ring(ep_b, eg, tp * dp * cp / eg)
     pp_node = np.where(tp * cp * dp >= su, pp_b * su, 0.0)
+    # the ring-attention exchange (cp - 1 key/value blocks per layer: forward, backward twice, a
+    # full recompute once more) leaves the node when the next cp rank, tp away, is outside it;
+    # it is part of every stage slot, m + (pp - 1) / v of them on the critical path (pipeline
+    # bubble included), and rides the point-to-point circuits with the pipeline, half on each chain's
+    from explore.model.context import ring_bytes_per_layer
+    rc = net.codes(fit(v["parallelism.recompute"], n), ("none", "selective", "full"))
+    slots = mb + (pp - 1.0) / f("parallelism.virtual_stages")
+    cp_dev = f("model.layers") / pp * slots * (3.0 + (rc == 2)) * fit(ring_bytes_per_layer(m, mbs, cp, tp), n, float)
+    pp_node = pp_node + np.where((cp > 1) & (tp >= su), cp_dev * su / 2.0, 0.0)
     policy = net.codes(fit(v[so + "reconfiguration"], n), reconfig.POLICIES)
     steps = f("training.tokens") / (gb * seq)
     tr = v.get(so + "transceiver")
