@@ -15,8 +15,9 @@ links; the ``outer`` domains it spans use the scale-out family:
   2 of its node's 2D ports (D active dimensions), shared by the s_i groups
   interleaved on that ring.
 * ocs-reconfigurable: circuits follow the plan (``reconfig.class_ports``):
-  per-job / per-step circuits split the node's ports between the gradient
-  ring and the two pipeline chains; per-phase gives each phase every port.
+  per-job / per-step circuits split the node's ports between the collective
+  circuits (gradient rings, expert all-to-all) and the two point-to-point
+  chains (pipeline, ring attention); per-phase gives each phase every port.
   Reconfiguration stalls are charged on the gradient reduction.
 """
 from __future__ import annotations

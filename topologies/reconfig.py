@@ -10,18 +10,22 @@ transfer time it saves: a demand of D bytes on c circuits takes D / (c B), so
 one more circuit saves D / (c B) - D / ((c + 1) B) = D / (c (c + 1) B). The
 step sums its phases' times (pipeline transfers, then the gradient reduction),
 so the rule minimises sum_i D_i / c_i over the node's ports: greedy on this
-convex separable objective is exact for integers (Fox 1966, marginal
-allocation), and its continuous optimum is c_i proportional to sqrt(D_i).
+convex separable objective is exact for integers (marginal allocation: every
+D_i / c_i is convex in c_i; tests/topologies checks it against exhaustive
+search), and its continuous optimum is c_i proportional to sqrt(D_i).
 For the regular traffic of a training plan (a ring per data-parallel group, a
 forward and a backward chain per pipeline) every node has the same classes of
 demand, so the same rule applied to the classes is the closed form used in
 the hot path (``class_ports``): one port to each class with demand, then port
 after port to the class whose transfer time it shortens most.
 
-Larger scale-up domains never slow the circuits' sum of transfer times: with
-twice the devices a node has twice the ports (the same bandwidth per device)
-and at most twice the demand per class, so twice the smaller node's split is a
-candidate whose per-device times are no longer, and the optimum is no worse.
+A node twice as large never has a longer planned time per device: it has
+twice the ports (when d = devices x NICs is whole at both sizes), twice the
+bandwidth and at most twice each class's demand, so twice the smaller node's
+split is a candidate no slower per device, and the optimum is no worse. One
+class's own time can still rise by a port's rounding (a class rounded up to
+one port of 8 may get 1 of 16): whole ports that follow the demand at every
+size cannot always avoid it.
 
 Reconfiguration (policy codes): 0 ``per-job`` sets circuits once (cost
 reconfig_s / steps per step); 1 ``per-step`` once per step; 2 ``per-phase``

@@ -184,8 +184,10 @@ def test_twice_the_ports_never_lengthen_the_planned_time():
     dem = rng.lognormal(0.0, 2.0, size=(3, 400))
     ports = rng.integers(3, 24, 400).astype(float)
     dem2 = 2.0 * dem * rng.uniform(0.05, 1.0, size=dem.shape) * (rng.random(dem.shape) < 0.9)
-    t = lambda d, p: sum(np.where(di > 0, di * p / np.maximum(ci, 1.0), 0.0)  # noqa: E731
-                         for di, ci in zip(d, reconfig.class_ports(list(d), p)))
+    def t(d, p):
+        return sum(np.where(di > 0, di * p / np.maximum(ci, 1.0), 0.0)
+                   for di, ci in zip(d, reconfig.class_ports(list(d), p)))
+
     assert (t(dem2, 2 * ports) / 2.0 <= t(dem, ports) * (1 + 1e-12)).all()
 
 
