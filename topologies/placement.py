@@ -15,8 +15,9 @@ links; the ``outer`` domains it spans use the scale-out family:
   2 of its node's 2D ports (D active dimensions), shared by the s_i groups
   interleaved on that ring.
 * ocs-reconfigurable: circuits follow the plan (``reconfig.class_ports``):
-  per-job / per-step circuits split the node's ports between the gradient
-  ring and the two pipeline chains; per-phase gives each phase every port.
+  per-job / per-step circuits split the node's ports between the collective
+  circuits (gradient rings, expert all-to-all) and the two point-to-point
+  chains (pipeline, ring attention); per-phase gives each phase every port.
   Reconfiguration stalls are charged on the gradient reduction.
 """
 from __future__ import annotations
@@ -63,9 +64,21 @@ class Placement:
             c_dp, c_fwd, c_bwd = reconfig.class_ports(
                 [net.dp_bytes_per_node, net.pp_bytes_per_node, net.pp_bytes_per_node], ports)
             per_phase = net.reconfig_policy == 2
-            per_port = self.bw / np.maximum(ports, 1.0)                  # x domain: per-device share
-            self.reconf_dp_bw = where(per_phase, self.bw, np.maximum(c_dp, 1.0) * per_port)
-            self.reconf_pp_bw = where(per_phase, self.bw / 2, np.maximum(c_fwd, 1.0) * per_port)
+            # a class with demand but no port left (fewer ports than classes) still needs a
+            # circuit: the node time-shares its ports over the circuits it needs
+            dem = (net.dp_bytes_per_node > 0, net.pp_bytes_per_node > 0, net.pp_bytes_per_node > 0)
+            needed = sum(where(d, np.maximum(c, 1.0), 0.0) for d, c in zip(dem, (c_dp, c_fwd, c_bwd)))
+            per_port = self.bw / np.maximum(np.maximum(ports, needed), 1.0)   # x domain: per-device share
+            # as many activations go forward as gradients come back: the transfers' summed time is
+            # that of the harmonic mean of the two chains' circuits. Traffic of a class the plan
+            # gives no demand (collectives other than the gradient rings, with no ring leaving
+            # the node; point-to-point with no pipeline or ring-attention peer outside it) is
+            # forwarded over the node's circuits
+            c_fwd, c_bwd = np.maximum(c_fwd, 1.0), np.maximum(c_bwd, 1.0)
+            dp_bw = where(net.dp_bytes_per_node > 0, np.maximum(c_dp, 1.0) * per_port, self.bw)
+            pp_bw = where(net.pp_bytes_per_node > 0, 2.0 * c_fwd * c_bwd / (c_fwd + c_bwd) * per_port, self.bw)
+            self.reconf_dp_bw = where(per_phase, self.bw, dp_bw)
+            self.reconf_pp_bw = where(per_phase, self.bw / 2, pp_bw)
         else:
             self.reconf_dp_bw = self.reconf_pp_bw = self.bw
         self.stall_s = net.reconfigs_per_step * net.ocs_reconfig_s

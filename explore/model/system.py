@@ -264,30 +264,18 @@ def network_spec(r):
     tp, pp = f("parallelism.tp"), f("parallelism.pp")
     dp = f("parallelism.dp") if "parallelism.dp" in v else np.maximum(
         np.floor(devices / (tp * pp * f("parallelism.cp"))), 1.0)  # issue 11: cp ranks
-    mbs = f("parallelism.microbatch")
     gb, seq = f("training.global_batch"), f("model.seq_len")
-    # the gradient ring is planned for the model's real layer (gated MLP, MoE experts), as step.py reduces it
-    from explore.model.workload import ModelSpec, layer_params
-    dp_b, pp_b = reconfig.plan_traffic_bytes(f("model.layers"), f("model.hidden"), seq, mbs,
-                                             np.maximum(gb / (dp * mbs), 1.0), tp, pp,
-                                             f("parallelism.virtual_stages"), f("parallelism.grad_reduce_bytes"),
-                                             fit(layer_params(ModelSpec.from_resolved(r)), n, float))
-    # circuits are planned for the traffic that leaves a scale-up node: a data-parallel group
-    # inside one domain, or a pipeline whose stages share a domain, asks for none
-    # (hierarchical reduction: a node sends each group's gradient shard once, (outer-1)/outer of it,
-    # for each of the su / inner groups it holds; every device of a node has its own pipeline
-    # peer outside it). The gradient ring runs over the dp * cp ranks of a stage, tp apart (step.py).
-    from topologies.placement import group_span
-    cp = f("parallelism.cp")
-    dp_inner, dp_outer = group_span(tp, dp * cp, su)
-    dp_node = dp_b * (su / dp_inner) * (dp_outer - 1.0) / dp_outer
-    pp_node = np.where(tp * cp * dp >= su, pp_b * su, 0.0)
+    family = net.codes(fit(v[so + "topology"], n), net.FAMILIES)
+    if np.any(family == net.OCS_RECONF):
+        dp_node, pp_node = circuit_demand(r, su, tp, pp, dp)
+    else:
+        dp_node = pp_node = np.zeros(n)
     policy = net.codes(fit(v[so + "reconfiguration"], n), reconfig.POLICIES)
     steps = f("training.tokens") / (gb * seq)
     tr = v.get(so + "transceiver")
     b = lambda a: fit(a, n, float)  # noqa: E731
     return net.NetworkSpec(
-        family=net.codes(fit(v[so + "topology"], n), net.FAMILIES),
+        family=family,
         optics=net.codes(fit(v[so + "optics"], n), net.TECHNOLOGIES),
         torus_dims=tuple(dims), cube_dim=f(so + "cube_dim"),
         ocs_radix=b(lookup("ocs", ocs_id, "radix")),
@@ -299,3 +287,61 @@ def network_spec(r):
         transceiver_power_w=b(np.nan if tr is None else lookup("switches", tr, "power_w")),
         transceiver_cost_usd=b(np.nan if tr is None else lookup("switches", tr, "cost_usd")),
         ocs_fit=b(lookup("ocs", ocs_id, "fit")))
+
+
+def circuit_demand(r, su, tp, pp, dp):
+    """Traffic per step per scale-up node that ocs-reconfigurable circuits are planned for, in
+    bytes weighted as on the step's critical path: (collective circuits, each pipeline chain).
+
+    Only what leaves the node counts: a group inside one domain, or a pipeline whose stages share
+    a domain, asks for none (hierarchical reduction: a node sends each group's gradient shard
+    once, (outer - 1) / outer of it, for each of the su / inner groups it holds; every device of
+    a node has its own pipeline peer outside it)."""
+    from explore.model import moe
+    from explore.model.context import ring_bytes_per_layer
+    from explore.model.precision import FP8_DISPATCH_BYTES
+    from explore.model.workload import ModelSpec, layer_params
+    from topologies import network as net
+    from topologies import reconfig
+    from topologies.placement import group_span
+    v, n = r.values, r.n
+    f = lambda k: fit(v[k], n, float)  # noqa: E731
+    m = ModelSpec.from_resolved(r)
+    layers, mbs, seq, cp, ep = (f("model.layers"), f("parallelism.microbatch"), f("model.seq_len"),
+                                f("parallelism.cp"), f("parallelism.ep"))
+    etp = f("parallelism.etp") if "parallelism.etp" in v else tp
+    eg = etp * ep
+    mb = np.maximum(f("training.global_batch") / (dp * mbs), 1.0)
+    rc_full = net.codes(fit(v["parallelism.recompute"], n), ("none", "selective", "full")) == 2
+    # the gradient rings for the model's real layer (gated MLP, MoE experts), as step.py reduces
+    # it: dense weights over the dp * cp ranks of a stage (tp apart), routed experts sharded over
+    # etp * ep ranks over their own expert-data-parallel group; both share the collective circuits
+    experts = fit(moe.expert_params_per_layer(m, np.where(m.gated_mlp, 3.0, 2.0)), n, float)
+    dp_b, ep_b, pp_b = reconfig.plan_traffic_bytes(
+        layers, f("model.hidden"), seq, mbs, mb, tp, pp, f("parallelism.virtual_stages"),
+        f("parallelism.grad_reduce_bytes"), fit(layer_params(m), n, float), cp=cp,
+        zero=f("parallelism.zero"), expert_params=experts, expert_ranks=eg)
+
+    def ring(bytes_dev, stride, size):
+        inner, outer = group_span(stride, size, su)
+        return bytes_dev * (su / inner) * (outer - 1.0) / outer
+
+    dp_node = ring(dp_b, tp, dp * cp) + ring(ep_b, eg, tp * dp * cp / eg)
+    pp_node = np.where(tp * cp * dp >= su, pp_b * su, 0.0)
+    # per layer, in every stage slot: m + (pp - 1) / v of them on the critical path (bubble included)
+    slots = layers / pp * (mb + (pp - 1.0) / f("parallelism.virtual_stages"))
+    # ring attention: cp - 1 key/value blocks per layer (forward, backward twice, a full recompute
+    # once more) leave the node when the next cp rank, tp away, is outside it; they ride the
+    # point-to-point circuits with the pipeline, half on each chain's
+    kv = fit(ring_bytes_per_layer(m, mbs, cp, tp), n, float) * (3.0 + rc_full) * slots
+    pp_node = pp_node + np.where((cp > 1) & (tp >= su), kv * su / 2.0, 0.0)
+    # expert all-to-all: dispatch + combine buffers (forward, backward, a full recompute once
+    # more), the share of them that leaves the node; it rides the collective circuits
+    fp8 = (np.isin(fit(v["training.precision"], n), ("fp8", "fp4"))
+           & fit(v["training.fp8_dispatch"], n, bool))
+    buf = fit(moe.a2a_buffer_bytes(m, mbs * seq / cp / tp, np.where(fp8, FP8_DISPATCH_BYTES, 2.0) + 2.0), n, float)
+    deepep = fit(v["parallelism.moe_dispatcher"], n) == "deepep"
+    out = fit(moe.scale_out_copy_fraction(m, ep, group_span(etp, ep, su)[0], deepep), n, float)
+    a2a = fit(moe.moe_layer_fraction(m), n, float) * buf * out * (2.0 + rc_full) * slots
+    dp_node = dp_node + np.where(ep > 1, a2a * su, 0.0)
+    return dp_node, pp_node
