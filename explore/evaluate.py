@@ -87,7 +87,7 @@ def breakdown_of(name: str):
 
 def evaluate(scenario: dict, calibration: cal.Calibration = cal.DEFAULT, *, samples: int | None = None,
              seed: int = 0, keep_invalid: bool = False, inputs: bool = True,
-             reason_codes: bool = False) -> xr.Dataset:
+             reason_codes: bool = False, metrics=None) -> xr.Dataset:
     """Evaluate a scenario (nested dicts; any numeric or choice field may be a 1-D array).
 
     Returns a Dataset with a ``design`` dimension, one variable per metric
@@ -100,6 +100,8 @@ def evaluate(scenario: dict, calibration: cal.Calibration = cal.DEFAULT, *, samp
     With ``samples=N``: N joint draws of the uncertain catalog figures and calibration
     constants (``explore.uncertainty.evaluate_samples``), dimensions ``(sample, design)``.
     With ``reason_codes``, ``reason`` holds integer codes into ``reason.attrs["codes"]``.
+    ``metrics`` (names): return only these (plus ``valid`` and ``reason``); every design is
+    still checked in full, so validity and the values returned are the same as without it.
     Raises ``ScenarioError`` only when the scenario is malformed as a whole.
     """
     if samples is not None or (isinstance(scenario, dict) and "uncertainty" in scenario):
@@ -109,13 +111,14 @@ def evaluate(scenario: dict, calibration: cal.Calibration = cal.DEFAULT, *, samp
         scenario = {k: v for k, v in scenario.items() if k != "uncertainty"}
     r = resolve(scenario)
     return evaluate_resolved(r, calibration, keep_invalid=keep_invalid, inputs=inputs,
-                             reason_codes=reason_codes)
+                             reason_codes=reason_codes, metrics=metrics)
 
 
 def evaluate_resolved(r: Resolved, calibration: cal.Calibration = cal.DEFAULT, *,
                       keep_invalid: bool = False, inputs: bool = True,
-                      reason_codes: bool = False) -> xr.Dataset:
-    """``reason_codes``: ``reason`` as integer codes into ``attrs["codes"]`` (sweep stores)."""
+                      reason_codes: bool = False, metrics=None) -> xr.Dataset:
+    """``reason_codes``: ``reason`` as integer codes into ``attrs["codes"]`` (sweep stores);
+    ``metrics``: the names to return (None: all)."""
     r = Resolved(r.n, {k: fit(a, r.n) for k, a in r.values.items()}, r.name)  # constants: length 1
     v = r.values
     model = ModelSpec.from_resolved(r)
@@ -125,15 +128,16 @@ def evaluate_resolved(r: Resolved, calibration: cal.Calibration = cal.DEFAULT, *
     recipe = Recipe.from_resolved(r, system)  # issue 11: precision recipe
     share = r.n > 1 and sharing_allowed(calibration)
     rows = UniqueRows([a for k, a in v.items() if k not in STEP_FREE], r.n) if share else None
+    keep = None if metrics is None else frozenset(metrics) | {"valid", "reason"}
     out = _metrics(model, plan, system, flash, v, calibration, recipe, n=r.n, rows=rows,
-                   details=not reason_codes)   # integer reasons carry no per-design texts
-    if not keep_invalid:
-        bad = ~np.asarray(out["valid"], bool)
-        if bad.any():
-            for k, a in out.items():
-                if k not in ("reason", "reason_table", "reason_details") and np.asarray(a).dtype.kind == "f":
-                    out[k] = where(bad, np.nan, a)
-    return _assemble(out, r, reason_codes, input_coords(r) if inputs else None)
+                   details=not reason_codes,   # integer reasons carry no per-design texts
+                   carbon_wanted=keep is None or any("carbon" in k for k in keep))
+    # one NaN pass, fused with the copy _assemble makes: the rule violations always, every
+    # invalid design unless keep_invalid (a superset: a design with a reason code is invalid)
+    rule_bad = out.pop("rule_bad")
+    nan_at = rule_bad if keep_invalid else ~out["valid"]
+    return _assemble(out, r, reason_codes, input_coords(r) if inputs else None, keep=keep,
+                     nan_at=nan_at if nan_at.any() else None)
 
 
 def coord_name(path: str) -> str:
@@ -186,9 +190,11 @@ PRECISION_RULE = "training.precision is not supported by the accelerator"
 
 
 def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v, c, recipe=None,
-             n=None, rows=None, details: bool = True) -> dict:
+             n=None, rows=None, details: bool = True, carbon_wanted: bool = True) -> dict:
     """Metrics of every design; ``out["reason"]`` is an integer code into ``out["reason_table"]``
-    (``details``: also the texts of reasons that name a design's values)."""
+    (``details``: also the texts of reasons that name a design's values). Float metrics are not
+    yet NaN at rule violations: ``out["rule_bad"]`` marks them (``_assemble`` masks). Carbon
+    metrics (all named ``*carbon*``, no validity rule reads them) only if ``carbon_wanted``."""
     # the plan rules read only step-model inputs: once per distinct row, as the step model
     tables = []
 
@@ -268,7 +274,8 @@ def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v,
             **{k: val for k, val in st.items() if k != "step_time_s" and k != "memory_per_device_bytes"},
             **ec,
         }
-        out.update(carbon(v, system, ec))   # issue 14: operational + embodied carbon per token
+        if carbon_wanted:
+            out.update(carbon(v, system, ec))   # issue 14: operational + embodied carbon per token
     margin = out.get("network_link_budget_margin_db")
     if margin is not None:  # an optical path that cannot close its link budget is not buildable
         optics_bad = valid & (margin < 0)
@@ -295,10 +302,6 @@ def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v,
     # rule violations (plan rules, bad inputs) have no meaningful figures: NaN even with keep_invalid
     rule_bad = code != 0
     rule_bad &= ~(mem_bad | gp_bad | hw_bad | num_bad)
-    if rule_bad.any():
-        for k, a in out.items():
-            if a.dtype.kind == "f":
-                out[k] = where(rule_bad, np.nan, a)
     notes = [x for x in notes if x is not None]
     details = None
     if notes:
@@ -312,6 +315,7 @@ def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v,
     out["reason"] = code
     out["reason_table"] = table
     out["reason_details"] = details
+    out["rule_bad"] = rule_bad
     return out
 
 
@@ -327,11 +331,13 @@ def _texts(mask: np.ndarray, text, *arrays) -> np.ndarray:
     return texts[np.asarray(inv).ravel()]
 
 
-def _assemble(out: dict, r: Resolved, reason_codes: bool = False, coords: dict | None = None) -> xr.Dataset:
+def _assemble(out: dict, r: Resolved, reason_codes: bool = False, coords: dict | None = None,
+              keep=None, nan_at=None) -> xr.Dataset:
     """Units (and breakdown tags) attached as each variable is built, last, as xarray drops attrs.
 
     ``reason`` becomes strings (``""`` where valid), or stays integer codes into its
-    ``codes`` attribute with ``reason_codes`` (then without the per-design details)."""
+    ``codes`` attribute with ``reason_codes`` (then without the per-design details).
+    Only the names in ``keep`` (None: all); float metrics are NaN where ``nan_at``."""
     n = r.n
     out = dict(out)
     table = out.pop("reason_table", None)
@@ -340,8 +346,12 @@ def _assemble(out: dict, r: Resolved, reason_codes: bool = False, coords: dict |
              "carbon_kg": "kgCO2e"}
     data = {}
     for k, a in out.items():
+        if keep is not None and k not in keep:
+            continue
         a = np.asarray(a)
-        if a.shape != (n,) or a.strides[0] == 0:   # scalars and broadcast views: own the data
+        if nan_at is not None and a.dtype.kind == "f":
+            a = where(nan_at, np.nan, a)            # a new array of n (constants broadcast)
+        elif a.shape != (n,) or a.strides[0] == 0:   # scalars and broadcast views: own the data
             a = np.array(np.broadcast_to(a, (n,)))
         bd = breakdown_of(k)
         if bd:

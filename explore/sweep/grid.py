@@ -159,7 +159,8 @@ def evaluate_chunk(space, layout: Layout, i: int, names=None, reason_codes: bool
     start, stop = layout.flat_range(i)
     idx = np.unravel_index(np.arange(start, stop, dtype=np.int64), layout.shape)
     cols = {v.name: np.asarray(v.grid_values())[ix] for v, ix in zip(space.variables, idx)}
-    ds = space.evaluate(cols, reason_codes=True) if reason_codes else space.evaluate(cols)
+    kw = {"reason_codes": True} if reason_codes else {}
+    ds = space.evaluate(cols, **kw) if names is None else space.evaluate(cols, metrics=names, **kw)
     dims = tuple(cols)
     shp = layout.region_shape(i)
     data, coords = {}, {}
