@@ -109,13 +109,15 @@ class Space:
         sc = copy.deepcopy(self.base)
         env: dict[str, Any] = dict(self._base_env)
         for v in self.variables:
-            col = np.broadcast_to(cols[v.name], (n,))
+            col = cols[v.name].reshape(-1)
             if v.kind == "int":
                 col = np.round(col.astype(float)).astype(np.int64)
             elif v.kind == "real":
                 col = col.astype(float)
+            # a column of one value stays one value (explore.evaluate broadcasts it, and computes
+            # the terms that read only such constants once): a sweep chunk's leading variables
             put_field(sc, v.field, np.array(col))
-            env[v.name] = env[v.field] = col
+            env[v.name] = env[v.field] = np.broadcast_to(col, (n,))
         if "devices" in self.couplings:
             set_field(sc, "system.devices", int(self.couplings["devices"]))
             env["system.devices"] = np.full(n, float(self.couplings["devices"]))
@@ -211,8 +213,9 @@ class Space:
 
     # -- evaluating ---------------------------------------------------------------------
     def evaluate(self, columns: dict[str, np.ndarray], reason_codes: bool = False,
-                 metrics=None) -> xr.Dataset:
-        """Evaluate a batch; decision variables become ``design`` coordinates.
+                 metrics=None, variable_coords: bool = True) -> xr.Dataset:
+        """Evaluate a batch; decision variables become ``design`` coordinates (unless not
+        ``variable_coords``; derived fields always do).
 
         ``reason_codes``: ``reason`` as integer codes into ``reason.attrs["codes"]``, the
         evaluation's reasons followed by one per derived field (the same table for any batch).
@@ -263,7 +266,7 @@ class Space:
             data[k] = (("design",), a, r_attrs if k == "reason" else var.attrs)
         ds = xr.Dataset(data, coords=ds.coords, attrs=ds.attrs)
         coords = {}
-        for v in self.variables:
+        for v in self.variables if variable_coords else ():
             col = np.broadcast_to(np.asarray(columns[v.name]), (n,))
             if v.kind == "int":
                 col = np.round(col.astype(float)).astype(np.int64)
