@@ -20,7 +20,8 @@ import xarray as xr
 from explore.model import calibration as cal
 from explore.model.carbon import carbon
 from explore.model.costs import energy_and_cost
-from explore.model.cardinality import UniqueRows, fit, per_rows, sharing_allowed
+from explore.model.cardinality import (WORTH_GATHERING, UniqueRows, fit, is_constant, per_rows,
+                                       sharing_allowed)
 from explore.model.plan import ParallelPlan, bubble_fraction, reason_details, rule_codes
 from explore.model.reliability import goodput as goodput_model
 from explore.model.reliability import interruption_rates  # issue 11
@@ -120,16 +121,22 @@ def evaluate_resolved(r: Resolved, calibration: cal.Calibration = cal.DEFAULT, *
     """``reason_codes``: ``reason`` as integer codes into ``attrs["codes"]`` (sweep stores);
     ``metrics``: the names to return (None: all)."""
     r = Resolved(r.n, {k: fit(a, r.n) for k, a in r.values.items()}, r.name)  # constants: length 1
-    v = r.values
-    model = ModelSpec.from_resolved(r)
-    plan = ParallelPlan.from_resolved(r)
-    system = build_system(r)
-    flash = fit(np.asarray(v["training.flash_attention"], bool), r.n)
-    recipe = Recipe.from_resolved(r, system)  # issue 11: precision recipe
     share = r.n > 1 and sharing_allowed(calibration)
-    rows = UniqueRows([a for k, a in v.items() if k not in STEP_FREE], r.n) if share else None
+    rows = UniqueRows([a for k, a in r.values.items() if k not in STEP_FREE], r.n) if share else None
+    # designs repeated in every input (the step model's and constant economics): the whole model
+    # runs once per distinct design and each returned metric is gathered back once, in _assemble
+    whole = (rows is not None and rows.inverse is not None and rows.k <= WORTH_GATHERING * r.n
+             and all(is_constant(r.values[k]) for k in STEP_FREE if k in r.values))
+    d = Resolved(rows.k, {k: rows.take(a) for k, a in r.values.items()}, r.name) if whole else r
+    v = d.values
+    model = ModelSpec.from_resolved(d)
+    plan = ParallelPlan.from_resolved(d)
+    system = build_system(d)
+    flash = fit(np.asarray(v["training.flash_attention"], bool), d.n)
+    recipe = Recipe.from_resolved(d, system)  # issue 11: precision recipe
     keep = None if metrics is None else frozenset(metrics) | {"valid", "reason"}
-    out = _metrics(model, plan, system, flash, v, calibration, recipe, n=r.n, rows=rows,
+    out = _metrics(model, plan, system, flash, v, calibration, recipe, n=d.n,
+                   rows=None if whole else rows,
                    details=not reason_codes,   # integer reasons carry no per-design texts
                    carbon_wanted=keep is None or any("carbon" in k for k in keep))
     # one NaN pass, fused with the copy _assemble makes: the rule violations always, every
@@ -137,7 +144,7 @@ def evaluate_resolved(r: Resolved, calibration: cal.Calibration = cal.DEFAULT, *
     rule_bad = out.pop("rule_bad")
     nan_at = rule_bad if keep_invalid else ~out["valid"]
     return _assemble(out, r, reason_codes, input_coords(r) if inputs else None, keep=keep,
-                     nan_at=nan_at if nan_at.any() else None)
+                     nan_at=nan_at if nan_at.any() else None, rows=rows if whole else None)
 
 
 def coord_name(path: str) -> str:
@@ -332,12 +339,13 @@ def _texts(mask: np.ndarray, text, *arrays) -> np.ndarray:
 
 
 def _assemble(out: dict, r: Resolved, reason_codes: bool = False, coords: dict | None = None,
-              keep=None, nan_at=None) -> xr.Dataset:
+              keep=None, nan_at=None, rows: UniqueRows | None = None) -> xr.Dataset:
     """Units (and breakdown tags) attached as each variable is built, last, as xarray drops attrs.
 
     ``reason`` becomes strings (``""`` where valid), or stays integer codes into its
     ``codes`` attribute with ``reason_codes`` (then without the per-design details).
-    Only the names in ``keep`` (None: all); float metrics are NaN where ``nan_at``."""
+    Only the names in ``keep`` (None: all); float metrics are NaN where ``nan_at``. With
+    ``rows``, ``out`` holds the distinct designs ``rows.index``: each metric is gathered back."""
     n = r.n
     out = dict(out)
     table = out.pop("reason_table", None)
@@ -350,9 +358,7 @@ def _assemble(out: dict, r: Resolved, reason_codes: bool = False, coords: dict |
             continue
         a = np.asarray(a)
         if nan_at is not None and a.dtype.kind == "f":
-            a = where(nan_at, np.nan, a)            # a new array of n (constants broadcast)
-        elif a.shape != (n,) or a.strides[0] == 0:   # scalars and broadcast views: own the data
-            a = np.array(np.broadcast_to(a, (n,)))
+            a = where(nan_at, np.nan, a)            # a new array (constants broadcast)
         bd = breakdown_of(k)
         if bd:
             attrs = {"units": units[bd[0]], "long_name": f"{bd[0].rpartition('_')[0]}: "
@@ -370,6 +376,10 @@ def _assemble(out: dict, r: Resolved, reason_codes: bool = False, coords: dict |
                 a = np.asarray(table, dtype=object)[a]
                 if details is not None:
                     a[details[0]] = details[1]
+        if rows is not None:
+            a = rows.gather(a)
+        if a.shape != (n,) or a.strides[0] == 0:   # scalars and broadcast views: own the data
+            a = np.array(np.broadcast_to(a, (n,)))
         # object strings (reason): skip xarray's per-element conversion of object arrays
         data[k] = xr.Variable(("design",), a, attrs, fastpath=a.dtype.kind == "O")
     # input coordinates (``coords``) go in with the data: one merge instead of a second one

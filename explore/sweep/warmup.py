@@ -1,0 +1,23 @@
+"""Worker preload: the evaluation stack loaded once when a sweep worker starts, not in its first chunk.
+
+A fresh process spends ~2-3 s (2-core machine, loaded) on its first evaluation of a
+long batch: importing numba and loading the cached compiled select
+(``hwmodels.select``), plus the model's imports. ``explore.sweep.local_cluster``
+preloads this module into each worker (dask's ``preload``), so that happens while the
+cluster starts; for ``dask worker`` add ``--preload explore.sweep.warmup``.
+"""
+from __future__ import annotations
+
+
+def warm() -> None:
+    import numpy as np
+
+    import explore.evaluate  # noqa: F401  (the model, catalogs and xarray)
+    import explore.sweep  # noqa: F401
+    from hwmodels.select import FAST_MIN, where
+    where(np.zeros(FAST_MIN, dtype=bool), np.zeros(FAST_MIN), 1.0)   # numba + the cached kernel
+
+
+def dask_setup(worker=None) -> None:
+    """dask's preload hook (runs in the worker process at start-up)."""
+    warm()
