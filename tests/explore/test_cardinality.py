@@ -192,3 +192,22 @@ def test_designs_differing_only_in_matmul_peak_fraction_get_their_own_step_time(
     assert len(set(t[0::2].tolist())) == 1 and len(set(t[1::2].tolist())) == 1
     # half the GEMM rate: the GEMM-bound 175B step is much slower (not twice: comm, bubble, memory ops)
     assert t[1] > 1.3 * t[0]
+
+
+@pytest.mark.parametrize("make", [
+    lambda rng, n: rng.choice(["none", "selective", "full"], n),            # <U9: 9 uint32 words
+    lambda rng, n: rng.choice(["bf16", "fp8"], n),                          # <U4: 2 uint64 words
+    lambda rng, n: rng.choice([0.5, 1.0, 2.0, 4.0, 1.05, 1.2], n),          # non-integral floats
+    lambda rng, n: np.repeat(rng.choice([1.5, 2.5, 3.5], n // 12 + 1), 12)[:n],   # runs, as a grid
+    lambda rng, n: rng.random(n),                                           # too many values
+])
+def test_long_columns_are_labelled_as_numpy_unique_does(make):
+    """The compiled scan (long columns) gives the same partition as np.unique; a column with
+    more than FEW values falls back to np.unique."""
+    rng = np.random.default_rng(11)
+    n = 3 * card.FAST_MIN
+    a = make(rng, n)
+    code, m = card.codes(a)
+    want, inv = np.unique(a, return_inverse=True)
+    assert m == len(want) and code.min() == 0 and code.max() == m - 1
+    assert len(set(zip(code.tolist(), inv.ravel().tolist()))) == m
