@@ -18,7 +18,7 @@ def warm() -> None:
     from hwmodels.select import FAST_MIN, where
     where(np.zeros(FAST_MIN, dtype=bool), np.zeros(FAST_MIN), 1.0)   # numba + the cached kernels
     for a in (np.resize(np.array(["ab", "c"]), FAST_MIN),          # the column scan in 8-byte words
-              np.resize(np.array(["abcd", "e"]), FAST_MIN)):       # and in 4-byte words
+              np.resize(np.array(["abc", "d"]), FAST_MIN)):        # and in 4-byte words
         codes(a)
 
 
