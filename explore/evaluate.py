@@ -353,12 +353,20 @@ def _assemble(out: dict, r: Resolved, reason_codes: bool = False, coords: dict |
     units = {"time_s": "s", "energy_j": "J", "capex_usd": "USD", "power_w": "W", "memory_bytes": "B",
              "carbon_kg": "kgCO2e"}
     data = {}
+    nan_n = None
     for k, a in out.items():
         if keep is not None and k not in keep:
             continue
         a = np.asarray(a)
+        at_rows = rows is not None        # ``a`` is over the distinct designs (gathered below)
         if nan_at is not None and a.dtype.kind == "f":
-            a = where(nan_at, np.nan, a)            # a new array (constants broadcast)
+            if at_rows and is_constant(a):  # a constant: masked at the batch's rows directly
+                if nan_n is None:
+                    nan_n = rows.gather(nan_at)
+                a = where(nan_n, np.nan, a)
+                at_rows = False
+            else:
+                a = where(nan_at, np.nan, a)        # a new array (constants broadcast)
         bd = breakdown_of(k)
         if bd:
             attrs = {"units": units[bd[0]], "long_name": f"{bd[0].rpartition('_')[0]}: "
@@ -376,7 +384,7 @@ def _assemble(out: dict, r: Resolved, reason_codes: bool = False, coords: dict |
                 a = np.asarray(table, dtype=object)[a]
                 if details is not None:
                     a[details[0]] = details[1]
-        if rows is not None:
+        if at_rows:
             a = rows.gather(a)
         if a.shape != (n,) or a.strides[0] == 0:   # scalars and broadcast views: own the data
             a = np.array(np.broadcast_to(a, (n,)))
