@@ -23,5 +23,10 @@ def warm() -> None:
 
 
 def dask_setup(worker=None) -> None:
-    """dask's preload hook (runs in the worker process at start-up)."""
-    warm()
+    """dask's preload hook (runs in the worker process at start-up). A failure only warns: the
+    worker then loads the same things in its first chunk (and reports any real error there)."""
+    try:
+        warm()
+    except Exception as e:     # noqa: BLE001 - never stop a worker from starting
+        import warnings
+        warnings.warn(f"explore.sweep.warmup: {type(e).__name__}: {e}", RuntimeWarning)
