@@ -20,7 +20,8 @@ import xarray as xr
 from explore.model import calibration as cal
 from explore.model.carbon import carbon
 from explore.model.costs import energy_and_cost
-from explore.model.cardinality import UniqueRows, fit, per_rows, sharing_allowed
+from explore.model.cardinality import (WORTH_GATHERING, UniqueRows, fit, is_constant, per_rows,
+                                       sharing_allowed)
 from explore.model.plan import ParallelPlan, bubble_fraction, reason_details, rule_codes
 from explore.model.reliability import goodput as goodput_model
 from explore.model.reliability import interruption_rates  # issue 11
@@ -87,7 +88,7 @@ def breakdown_of(name: str):
 
 def evaluate(scenario: dict, calibration: cal.Calibration = cal.DEFAULT, *, samples: int | None = None,
              seed: int = 0, keep_invalid: bool = False, inputs: bool = True,
-             reason_codes: bool = False) -> xr.Dataset:
+             reason_codes: bool = False, metrics=None) -> xr.Dataset:
     """Evaluate a scenario (nested dicts; any numeric or choice field may be a 1-D array).
 
     Returns a Dataset with a ``design`` dimension, one variable per metric
@@ -100,6 +101,8 @@ def evaluate(scenario: dict, calibration: cal.Calibration = cal.DEFAULT, *, samp
     With ``samples=N``: N joint draws of the uncertain catalog figures and calibration
     constants (``explore.uncertainty.evaluate_samples``), dimensions ``(sample, design)``.
     With ``reason_codes``, ``reason`` holds integer codes into ``reason.attrs["codes"]``.
+    ``metrics`` (names): return only these (plus ``valid`` and ``reason``); every design is
+    still checked in full, so validity and the values returned are the same as without it.
     Raises ``ScenarioError`` only when the scenario is malformed as a whole.
     """
     if samples is not None or (isinstance(scenario, dict) and "uncertainty" in scenario):
@@ -109,31 +112,39 @@ def evaluate(scenario: dict, calibration: cal.Calibration = cal.DEFAULT, *, samp
         scenario = {k: v for k, v in scenario.items() if k != "uncertainty"}
     r = resolve(scenario)
     return evaluate_resolved(r, calibration, keep_invalid=keep_invalid, inputs=inputs,
-                             reason_codes=reason_codes)
+                             reason_codes=reason_codes, metrics=metrics)
 
 
 def evaluate_resolved(r: Resolved, calibration: cal.Calibration = cal.DEFAULT, *,
                       keep_invalid: bool = False, inputs: bool = True,
-                      reason_codes: bool = False) -> xr.Dataset:
-    """``reason_codes``: ``reason`` as integer codes into ``attrs["codes"]`` (sweep stores)."""
+                      reason_codes: bool = False, metrics=None) -> xr.Dataset:
+    """``reason_codes``: ``reason`` as integer codes into ``attrs["codes"]`` (sweep stores);
+    ``metrics``: the names to return (None: all)."""
     r = Resolved(r.n, {k: fit(a, r.n) for k, a in r.values.items()}, r.name)  # constants: length 1
-    v = r.values
-    model = ModelSpec.from_resolved(r)
-    plan = ParallelPlan.from_resolved(r)
-    system = build_system(r)
-    flash = fit(np.asarray(v["training.flash_attention"], bool), r.n)
-    recipe = Recipe.from_resolved(r, system)  # issue 11: precision recipe
     share = r.n > 1 and sharing_allowed(calibration)
-    rows = UniqueRows([a for k, a in v.items() if k not in STEP_FREE], r.n) if share else None
-    out = _metrics(model, plan, system, flash, v, calibration, recipe, n=r.n, rows=rows,
-                   details=not reason_codes)   # integer reasons carry no per-design texts
-    if not keep_invalid:
-        bad = ~np.asarray(out["valid"], bool)
-        if bad.any():
-            for k, a in out.items():
-                if k not in ("reason", "reason_table", "reason_details") and np.asarray(a).dtype.kind == "f":
-                    out[k] = where(bad, np.nan, a)
-    return _assemble(out, r, reason_codes, input_coords(r) if inputs else None)
+    rows = UniqueRows([a for k, a in r.values.items() if k not in STEP_FREE], r.n) if share else None
+    # designs repeated in every input (the step model's and constant economics): the whole model
+    # runs once per distinct design and each returned metric is gathered back once, in _assemble
+    whole = (rows is not None and rows.inverse is not None and rows.k <= WORTH_GATHERING * r.n
+             and all(is_constant(r.values[k]) for k in STEP_FREE if k in r.values))
+    d = Resolved(rows.k, {k: rows.take(a) for k, a in r.values.items()}, r.name) if whole else r
+    v = d.values
+    model = ModelSpec.from_resolved(d)
+    plan = ParallelPlan.from_resolved(d)
+    system = build_system(d)
+    flash = fit(np.asarray(v["training.flash_attention"], bool), d.n)
+    recipe = Recipe.from_resolved(d, system)  # issue 11: precision recipe
+    keep = None if metrics is None else frozenset(metrics) | {"valid", "reason"}
+    out = _metrics(model, plan, system, flash, v, calibration, recipe, n=d.n,
+                   rows=None if whole else rows,
+                   details=not reason_codes,   # integer reasons carry no per-design texts
+                   carbon_wanted=keep is None or any("carbon" in k for k in keep))
+    # one NaN pass, fused with the copy _assemble makes: the rule violations always, every
+    # invalid design unless keep_invalid (a superset: a design with a reason code is invalid)
+    rule_bad = out.pop("rule_bad")
+    nan_at = rule_bad if keep_invalid else ~out["valid"]
+    return _assemble(out, r, reason_codes, input_coords(r) if inputs else None, keep=keep,
+                     nan_at=nan_at if nan_at.any() else None, rows=rows if whole else None)
 
 
 def coord_name(path: str) -> str:
@@ -186,9 +197,11 @@ PRECISION_RULE = "training.precision is not supported by the accelerator"
 
 
 def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v, c, recipe=None,
-             n=None, rows=None, details: bool = True) -> dict:
+             n=None, rows=None, details: bool = True, carbon_wanted: bool = True) -> dict:
     """Metrics of every design; ``out["reason"]`` is an integer code into ``out["reason_table"]``
-    (``details``: also the texts of reasons that name a design's values)."""
+    (``details``: also the texts of reasons that name a design's values). Float metrics are not
+    yet NaN at rule violations: ``out["rule_bad"]`` marks them (``_assemble`` masks). Carbon
+    metrics (all named ``*carbon*``, no validity rule reads them) only if ``carbon_wanted``."""
     # the plan rules read only step-model inputs: once per distinct row, as the step model
     tables = []
 
@@ -268,7 +281,8 @@ def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v,
             **{k: val for k, val in st.items() if k != "step_time_s" and k != "memory_per_device_bytes"},
             **ec,
         }
-        out.update(carbon(v, system, ec))   # issue 14: operational + embodied carbon per token
+        if carbon_wanted:
+            out.update(carbon(v, system, ec))   # issue 14: operational + embodied carbon per token
     margin = out.get("network_link_budget_margin_db")
     if margin is not None:  # an optical path that cannot close its link budget is not buildable
         optics_bad = valid & (margin < 0)
@@ -295,10 +309,6 @@ def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v,
     # rule violations (plan rules, bad inputs) have no meaningful figures: NaN even with keep_invalid
     rule_bad = code != 0
     rule_bad &= ~(mem_bad | gp_bad | hw_bad | num_bad)
-    if rule_bad.any():
-        for k, a in out.items():
-            if a.dtype.kind == "f":
-                out[k] = where(rule_bad, np.nan, a)
     notes = [x for x in notes if x is not None]
     details = None
     if notes:
@@ -312,6 +322,7 @@ def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v,
     out["reason"] = code
     out["reason_table"] = table
     out["reason_details"] = details
+    out["rule_bad"] = rule_bad
     return out
 
 
@@ -327,11 +338,14 @@ def _texts(mask: np.ndarray, text, *arrays) -> np.ndarray:
     return texts[np.asarray(inv).ravel()]
 
 
-def _assemble(out: dict, r: Resolved, reason_codes: bool = False, coords: dict | None = None) -> xr.Dataset:
+def _assemble(out: dict, r: Resolved, reason_codes: bool = False, coords: dict | None = None,
+              keep=None, nan_at=None, rows: UniqueRows | None = None) -> xr.Dataset:
     """Units (and breakdown tags) attached as each variable is built, last, as xarray drops attrs.
 
     ``reason`` becomes strings (``""`` where valid), or stays integer codes into its
-    ``codes`` attribute with ``reason_codes`` (then without the per-design details)."""
+    ``codes`` attribute with ``reason_codes`` (then without the per-design details).
+    Only the names in ``keep`` (None: all); float metrics are NaN where ``nan_at``. With
+    ``rows``, ``out`` holds the distinct designs ``rows.index``: each metric is gathered back."""
     n = r.n
     out = dict(out)
     table = out.pop("reason_table", None)
@@ -339,10 +353,20 @@ def _assemble(out: dict, r: Resolved, reason_codes: bool = False, coords: dict |
     units = {"time_s": "s", "energy_j": "J", "capex_usd": "USD", "power_w": "W", "memory_bytes": "B",
              "carbon_kg": "kgCO2e"}
     data = {}
+    nan_n = None
     for k, a in out.items():
+        if keep is not None and k not in keep:
+            continue
         a = np.asarray(a)
-        if a.shape != (n,) or a.strides[0] == 0:   # scalars and broadcast views: own the data
-            a = np.array(np.broadcast_to(a, (n,)))
+        at_rows = rows is not None        # ``a`` is over the distinct designs (gathered below)
+        if nan_at is not None and a.dtype.kind == "f":
+            if at_rows and is_constant(a):  # a constant: masked at the batch's rows directly
+                if nan_n is None:
+                    nan_n = rows.gather(nan_at)
+                a = where(nan_n, np.nan, a)
+                at_rows = False
+            else:
+                a = where(nan_at, np.nan, a)        # a new array (constants broadcast)
         bd = breakdown_of(k)
         if bd:
             attrs = {"units": units[bd[0]], "long_name": f"{bd[0].rpartition('_')[0]}: "
@@ -360,6 +384,10 @@ def _assemble(out: dict, r: Resolved, reason_codes: bool = False, coords: dict |
                 a = np.asarray(table, dtype=object)[a]
                 if details is not None:
                     a[details[0]] = details[1]
+        if at_rows:
+            a = rows.gather(a)
+        if a.shape != (n,) or a.strides[0] == 0:   # scalars and broadcast views: own the data
+            a = np.array(np.broadcast_to(a, (n,)))
         # object strings (reason): skip xarray's per-element conversion of object arrays
         data[k] = xr.Variable(("design",), a, attrs, fastpath=a.dtype.kind == "O")
     # input coordinates (``coords``) go in with the data: one merge instead of a second one

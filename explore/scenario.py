@@ -127,14 +127,16 @@ def _bad(name, value, f: Field, why: str = "") -> ScenarioError:
 def _coerce(name: str, value, f: Field) -> np.ndarray:
     arr = _as_array(name, value, f)
     if f.kind in ("choice", "id"):
-        if arr.dtype.kind not in "UO" or not all(isinstance(x, (str, np.str_)) for x in arr[:1000]):
+        if arr.dtype.kind not in "UO" or (arr.dtype.kind == "O" and not all(
+                isinstance(x, (str, np.str_)) for x in arr[:1000])):
             first = next((x for x in arr if not isinstance(x, (str, np.str_))), arr[0])
             raise _bad(name, first, f, "is not a string")
-        arr = arr.astype(str)
+        arr = arr.astype(str, copy=False)
         allowed = f.choices if f.kind == "choice" else part_ids(f.catalog)
-        ok = np.isin(arr, np.asarray(allowed))
+        vals = _distinct(arr)                 # in order of first appearance
+        ok = np.isin(vals, np.asarray(allowed))
         if not ok.all():
-            badv = str(arr[~ok][0])
+            badv = str(vals[~ok][0])
             if f.kind == "id":
                 raise ScenarioError(f"{name}: {unknown_id_message(f.catalog, badv)}")
             raise ScenarioError(f"{name}: value {badv!r} is not allowed{_suggest(badv, allowed)}; "
@@ -175,6 +177,20 @@ def _coerce(name: str, value, f: Field) -> np.ndarray:
     if hi is not None and (arr > hi).any():
         raise _bad(name, _fmt(arr[arr > hi][0]), f, "is out of range")
     return arr.astype(np.int64) if f.kind == "int" else arr
+
+
+def _distinct(arr: np.ndarray) -> np.ndarray:
+    """The distinct values of a long string column (one compiled scan, explore.model.cardinality),
+    the column itself when short or of many values."""
+    if arr.size < 4096:
+        return arr
+    from explore.model.cardinality import FEW, _few_values
+    code, m = _few_values(arr, FEW)
+    if m == 0:
+        return arr
+    first = np.empty(m, dtype=np.intp)
+    first[code[::-1]] = np.arange(arr.size - 1, -1, -1)      # first element of each value
+    return arr[first]
 
 
 def _fmt(x: float):

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from hwmodels.parts import PERTURBATION
+from hwmodels.select import FAST_MIN
 
 
 def is_constant(a) -> bool:
@@ -50,21 +51,27 @@ def codes(col) -> tuple[np.ndarray, int]:
     """(integer code per element, number of codes) of one column (any dtype).
 
     Small non-negative integers (or integral floats) are their own codes; a column with
-    few distinct values is coded by one comparison per value; anything else by np.unique."""
+    few distinct values is coded by one compiled scan when long (``_few_values``), else by one
+    comparison per value; anything else by np.unique."""
     a = np.asarray(col)
     if is_constant(a):
         return np.zeros(1, dtype=np.int64), 1
     n = a.size
     if a.dtype.kind == "b":
         return a.astype(np.int64), 2
-    if a.dtype.kind in "iuf":
+    head = a[:64]
+    if a.dtype.kind in "iu" or (a.dtype.kind == "f" and np.array_equal(head, np.round(head))):
         lo, hi = a.min(), a.max()
         if np.isfinite(lo) and np.isfinite(hi) and hi - lo < 4 * n:
             c = a - lo
             ci = c.astype(np.int64)
             if a.dtype.kind in "iu" or np.array_equal(ci, c):
                 return ci, int(hi - lo) + 1
-    if len(np.unique(a[:64])) <= 8:            # few values: one comparison each
+    if n >= FAST_MIN and a.dtype.kind in "fiubUS":
+        code, m = _few_values(a, FEW)
+        if m > 0:
+            return code, m
+    elif len(np.unique(head)) <= 8:            # few values: one comparison each
         code = np.full(n, -1, dtype=np.int64)
         for m in range(16):
             left = np.flatnonzero(code < 0)
@@ -74,6 +81,66 @@ def codes(col) -> tuple[np.ndarray, int]:
     _, inv = np.unique(a, return_inverse=True)
     inv = inv.reshape(-1).astype(np.int64, copy=False)
     return inv, int(inv.max()) + 1
+
+
+FEW = 32
+"""Most distinct values a long column is labelled by the compiled scan (``_few_values``)."""
+_scan = None
+
+
+def _few_values(a: np.ndarray, limit: int) -> tuple[np.ndarray, int]:
+    """(label per element, number of labels) of a long fixed-width column with at most ``limit``
+    distinct values, by one compiled pass that compares each element's bytes with the values
+    seen so far (labels in order of first appearance); (None, 0) when there are more values.
+    Equal bytes is equal value here: strings, integers, booleans and floats (a -0.0 apart from
+    0.0 only costs sharing). numba is loaded on the first long column, as in hwmodels.select."""
+    global _scan
+    if _scan is None:
+        import numba
+
+        @numba.njit(cache=True, nogil=True)
+        def scan(b, limit):
+            n, w = b.shape
+            seen = np.empty((limit, w), dtype=b.dtype)
+            code = np.empty(n, dtype=np.int64)
+            m = 0
+            prev = -1
+            for i in range(n):
+                found = -1
+                if prev >= 0:                       # the previous element's value first
+                    same = True
+                    for q in range(w):
+                        if b[i, q] != seen[prev, q]:
+                            same = False
+                            break
+                    if same:
+                        found = prev
+                if found < 0:
+                    for j in range(m):
+                        same = True
+                        for q in range(w):
+                            if b[i, q] != seen[j, q]:
+                                same = False
+                                break
+                        if same:
+                            found = j
+                            break
+                if found < 0:
+                    if m == limit:
+                        return code, 0
+                    for q in range(w):
+                        seen[m, q] = b[i, q]
+                    found = m
+                    m += 1
+                code[i] = found
+                prev = found
+            return code, m
+        _scan = scan
+    a = np.ascontiguousarray(a)
+    size = a.dtype.itemsize
+    word = np.uint64 if size % 8 == 0 else np.uint32 if size % 4 == 0 else np.uint8
+    code, m = _scan(a.view(np.uint8).reshape(a.size, size).view(word), limit)
+    return (code, m) if m > 0 else (None, 0)
 
 
 def take(spec, index):

@@ -109,13 +109,15 @@ class Space:
         sc = copy.deepcopy(self.base)
         env: dict[str, Any] = dict(self._base_env)
         for v in self.variables:
-            col = np.broadcast_to(cols[v.name], (n,))
+            col = cols[v.name].reshape(-1)
             if v.kind == "int":
                 col = np.round(col.astype(float)).astype(np.int64)
             elif v.kind == "real":
                 col = col.astype(float)
+            # a column of one value stays one value (explore.evaluate broadcasts it, and computes
+            # the terms that read only such constants once): a sweep chunk's leading variables
             put_field(sc, v.field, np.array(col))
-            env[v.name] = env[v.field] = col
+            env[v.name] = env[v.field] = np.broadcast_to(col, (n,))
         if "devices" in self.couplings:
             set_field(sc, "system.devices", int(self.couplings["devices"]))
             env["system.devices"] = np.full(n, float(self.couplings["devices"]))
@@ -210,15 +212,22 @@ class Space:
         return self._apply_derived(sc, env, n, bad0, reason0)
 
     # -- evaluating ---------------------------------------------------------------------
-    def evaluate(self, columns: dict[str, np.ndarray], reason_codes: bool = False) -> xr.Dataset:
-        """Evaluate a batch; decision variables become ``design`` coordinates.
+    def evaluate(self, columns: dict[str, np.ndarray], reason_codes: bool = False,
+                 metrics=None, variable_coords: bool = True) -> xr.Dataset:
+        """Evaluate a batch; decision variables become ``design`` coordinates (unless not
+        ``variable_coords``; derived fields always do).
 
         ``reason_codes``: ``reason`` as integer codes into ``reason.attrs["codes"]``, the
-        evaluation's reasons followed by one per derived field (the same table for any batch)."""
+        evaluation's reasons followed by one per derived field (the same table for any batch).
+        ``metrics``: only these metrics (None: all; ``explore.evaluate``'s ``metrics``)."""
         from explore.evaluate import coord_name, evaluate, input_attrs
         sc, bad, reason = self._batch(columns)
-        ds = evaluate(sc, keep_invalid=True, inputs=False,     # masked below, in one pass
-                      reason_codes=reason_codes)
+        if metrics is not None and self.robust:     # a quantile objective reads its metric's units
+            metrics = list(metrics) + [m for m, _ in self.robust.get("quantiles", {}).values()]
+        # evaluate NaNs its invalid designs; those invalid by a derived field are masked below
+        ds = evaluate(sc, keep_invalid=False, inputs=False, reason_codes=reason_codes,
+                      metrics=metrics)
+        ds_model = set(ds.data_vars)
         if self.robust:   # issue 14: quantile objectives over joint samples of the uncertain inputs
             from explore.uncertainty.robust import add_quantile_objectives
             ds = add_quantile_objectives(ds, sc, self.robust)
@@ -240,19 +249,24 @@ class Space:
             new_reason = code
         else:
             new_reason = np.where(bad, reason.astype(str), ds["reason"].values) if bad.any() else ds["reason"].values
-        new = {"reason": new_reason, "valid": ds["valid"].values & ~bad}
+        valid0 = ds["valid"].values
+        new = {"reason": new_reason, "valid": valid0 & ~bad}
+        # designs invalid by a derived field (the model's invalid ones are NaN already), and the
+        # quantile objectives of every invalid design: NaN metrics, as evaluate(); one Dataset
+        # build, not a setitem per variable
+        derived_bad = bad & valid0
         invalid = ~new["valid"]
-        # invalid designs (model or derived fields): NaN metrics, as evaluate(); one Dataset build,
-        # not a setitem per variable
         data = {}
         for k, var in ds.data_vars.items():
             a = new.get(k, var.values)
-            if invalid.any() and a.dtype.kind == "f":
-                a = where(invalid, np.nan, a)       # a new array (np.where's result, faster)
+            if a.dtype.kind == "f":
+                mask = derived_bad if k in ds_model else invalid
+                if mask.any():
+                    a = where(mask, np.nan, a)       # a new array (np.where's result, faster)
             data[k] = (("design",), a, r_attrs if k == "reason" else var.attrs)
         ds = xr.Dataset(data, coords=ds.coords, attrs=ds.attrs)
         coords = {}
-        for v in self.variables:
+        for v in self.variables if variable_coords else ():
             col = np.broadcast_to(np.asarray(columns[v.name]), (n,))
             if v.kind == "int":
                 col = np.round(col.astype(float)).astype(np.int64)

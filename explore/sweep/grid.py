@@ -156,12 +156,19 @@ def store_names(space, metrics) -> list[str] | None:
 def evaluate_chunk(space, layout: Layout, i: int, names=None, reason_codes: bool = False) -> xr.Dataset:
     """Evaluate chunk ``i``: a Dataset over the chunk's block (no index coordinates); only the
     metrics ``names`` (None: all), ``reason`` as integer codes with ``reason_codes``."""
-    start, stop = layout.flat_range(i)
-    idx = np.unravel_index(np.arange(start, stop, dtype=np.int64), layout.shape)
-    cols = {v.name: np.asarray(v.grid_values())[ix] for v, ix in zip(space.variables, idx)}
-    ds = space.evaluate(cols, reason_codes=True) if reason_codes else space.evaluate(cols)
-    dims = tuple(cols)
     shp = layout.region_shape(i)
+    cols = {}
+    for d, (v, part) in enumerate(zip(space.variables, layout.region(i))):
+        vals = np.asarray(v.grid_values())[part]
+        # the block in C order: each value repeated for the points of the later dimensions,
+        # the whole run tiled over the earlier ones; one value (a leading dimension) stays one
+        cols[v.name] = vals if vals.size == 1 else np.tile(np.repeat(vals, math.prod(shp[d + 1:])),
+                                                           math.prod(shp[:d]))
+    kw = {"reason_codes": True} if reason_codes else {}
+    if names is not None:
+        kw.update(metrics=names, variable_coords=False)   # the grid's own coordinates label them
+    ds = space.evaluate(cols, **kw)
+    dims = tuple(cols)
     data, coords = {}, {}
     for k, var in ds.variables.items():
         if k in cols or k == "design" or (names is not None and k in ds.data_vars and k not in names):

@@ -412,10 +412,12 @@ WORKER_ENV = {"MALLOC_TRIM_THRESHOLD_": str(1 << 28), "MALLOC_MMAP_THRESHOLD_": 
 
 
 def local_cluster(workers: int | None = None, **kwargs):
-    """A ``LocalCluster`` of ``workers`` processes (default: all cores), one thread each."""
+    """A ``LocalCluster`` of ``workers`` processes (default: all cores), one thread each; each
+    worker loads the evaluation stack as it starts (``explore.sweep.warmup``)."""
     import dask
     from distributed import LocalCluster
     env = {f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in WORKER_ENV.items()}
+    kwargs.setdefault("preload", ["explore.sweep.warmup"])
     with dask.config.set(env):
         return LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
                             processes=True, dashboard_address=None, **kwargs)

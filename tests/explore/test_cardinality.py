@@ -192,3 +192,55 @@ def test_designs_differing_only_in_matmul_peak_fraction_get_their_own_step_time(
     assert len(set(t[0::2].tolist())) == 1 and len(set(t[1::2].tolist())) == 1
     # half the GEMM rate: the GEMM-bound 175B step is much slower (not twice: comm, bubble, memory ops)
     assert t[1] > 1.3 * t[0]
+
+
+@pytest.mark.parametrize("make", [
+    lambda rng, n: rng.choice(["none", "selective", "full"], n),            # <U9: 9 uint32 words
+    lambda rng, n: rng.choice(["bf16", "fp8"], n),                          # <U4: 2 uint64 words
+    lambda rng, n: rng.choice([0.5, 1.0, 2.0, 4.0, 1.05, 1.2], n),          # non-integral floats
+    lambda rng, n: np.repeat(rng.choice([1.5, 2.5, 3.5], n // 12 + 1), 12)[:n],   # runs, as a grid
+    lambda rng, n: rng.random(n),                                           # too many values
+])
+def test_long_columns_are_labelled_as_numpy_unique_does(make):
+    """The compiled scan (long columns) gives the same partition as np.unique; a column with
+    more than FEW values falls back to np.unique."""
+    rng = np.random.default_rng(11)
+    n = 3 * card.FAST_MIN
+    a = make(rng, n)
+    code, m = card.codes(a)
+    want, inv = np.unique(a, return_inverse=True)
+    assert m == len(want) and code.min() == 0 and code.max() == m - 1
+    assert len(set(zip(code.tolist(), inv.ravel().tolist()))) == m
+
+
+def _tiled(sc, reps):
+    if isinstance(sc, dict):
+        return {k: _tiled(v, reps) for k, v in sc.items()}
+    if isinstance(sc, np.ndarray) and sc.ndim == 1 and sc.size > 1:
+        return np.tile(sc, reps)
+    return sc
+
+
+@pytest.mark.parametrize("keep_invalid", [False, True])
+@pytest.mark.parametrize("reason_codes", [False, True])
+def test_repeated_designs_evaluated_once_equal_the_distinct_batch(keep_invalid, reason_codes):
+    """A batch whose designs repeat (economics constant) runs the whole model once per distinct
+    design and gathers each metric back (evaluate's ``whole`` path, incl. NaN of invalid designs
+    and constant metrics): equal, bit for bit, to the batch of the distinct designs (which has
+    no repeats, so is evaluated row by row) tiled."""
+    rng = np.random.default_rng(4)
+    n = 300
+    sc = copy.deepcopy(BASE)
+    tp, pp, dp = rng.choice([1, 2, 4, 8], n), rng.choice([1, 2, 8, 96], n), rng.choice([1, 4, 16], n)
+    mb = rng.choice([1, 2], n)
+    sc["parallelism"].update(tp=tp, pp=pp, dp=dp, microbatch=mb, zero=rng.integers(0, 4, n),
+                             recompute=rng.choice(["none", "full"], n))
+    sc["training"]["global_batch"] = dp * mb * 8 + rng.choice([0, 1], n)   # some break a rule
+    sc["system"]["devices"] = tp * pp * dp
+    kw = dict(keep_invalid=keep_invalid, reason_codes=reason_codes)
+    distinct = explore.evaluate(sc, **kw)
+    repeated = explore.evaluate(_tiled(sc, 4), **kw)
+    valid = distinct["valid"].values
+    assert valid.any() and (~valid).any() and (distinct["reason"].values != distinct["reason"].values[0]).any()
+    for k in distinct.data_vars:
+        np.testing.assert_array_equal(repeated[k].values, np.tile(distinct[k].values, 4), err_msg=k)

@@ -360,3 +360,16 @@ def test_pareto_of_a_sweep_store_on_the_command_line(reference, capsys):
     assert main(["pareto", str(out)]) == 0
     text = capsys.readouterr().out
     assert f"{front.sizes['design']} Pareto designs of 240 grid points" in text
+
+
+def test_local_cluster_workers_start_with_the_compiled_kernels_loaded(cluster):
+    """explore.sweep.warmup is preloaded: each worker has numba and the select and column-scan
+    kernels before its first chunk (not loaded in it)."""
+    def loaded():
+        import sys
+        card = sys.modules.get("explore.model.cardinality")
+        sel = sys.modules.get("hwmodels.select")
+        return ("numba" in sys.modules and sel is not None and sel._kernel is not None
+                and card is not None and card._scan is not None)
+    got = cluster[1].run(loaded)
+    assert len(got) == 2 and all(got.values())
