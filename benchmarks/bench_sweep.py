@@ -3,12 +3,14 @@
     python benchmarks/bench_sweep.py            # ~1e6-point runs with 1 and 2 workers, then 1e7
     python benchmarks/bench_sweep.py --quick    # smaller grids (a smoke run)
     python benchmarks/bench_sweep.py --huge     # only the 1e8-point grid (oversubscription x 10)
+    python benchmarks/bench_sweep.py --dask     # on a dask.distributed LocalCluster instead
 
-Each run starts a fresh ``LocalCluster`` (processes, one thread each) and sweeps
+Each run starts a fresh local process pool (``explore.sweep.local_pool``, the default of
+``lightpath sweep`` on one machine; with ``--dask`` a ``LocalCluster``) and sweeps
 ``studies/spaces/sweep-gpt3-175b-1024.toml`` (9,953,280 points) or a sub-grid of it
-into a temporary Zarr store; points/s excludes cluster start-up. Peak resident
-memory is the largest sum of RSS over this process and all its children (the
-scheduler runs in this process; each worker is a child), sampled every 50 ms.
+into a temporary Zarr store; points/s excludes starting the workers (printed apart). Peak
+resident memory is the largest sum of RSS over this process and all its children (each
+worker is a child; Dask's scheduler runs in this process), sampled every 50 ms.
 Also printed: ``Space.evaluate`` alone on one chunk in this process, and the
 time to write that chunk to Zarr, to show where a chunk's time goes.
 """
@@ -84,21 +86,28 @@ def huge_space(space):
     return s
 
 
-def sweep_once(space, workers: int, chunk: int) -> dict:
-    from distributed import Client
+def sweep_once(space, workers: int, chunk: int, dask: bool = False) -> dict:
     tmp = Path(tempfile.mkdtemp(prefix="bench-sweep-"))
     mon = PeakRSS()
     mon.start()
     try:
-        with S.local_cluster(workers) as cluster, Client(cluster) as client:
-            client.run(lambda: __import__("explore.sweep"))        # warm the workers' imports
-            rep = S.run_sweep(space, tmp / "s.zarr", client, chunk)
+        t0 = time.perf_counter()
+        if dask:
+            from distributed import Client
+            with S.local_cluster(workers) as cluster, Client(cluster) as client:
+                client.run(lambda: __import__("explore.sweep"))        # warm the workers' imports
+                start = time.perf_counter() - t0
+                rep = S.run_sweep(space, tmp / "s.zarr", client, chunk)
+        else:
+            with S.local_pool(workers, wait=True) as ex:
+                start = time.perf_counter() - t0
+                rep = S.run_sweep(space, tmp / "s.zarr", ex, chunk)
         disk = sum(f.stat().st_size for f in (tmp / "s.zarr").rglob("*") if f.is_file())
     finally:
         mon.stop.set()
         mon.join()
         shutil.rmtree(tmp, ignore_errors=True)
-    return {"points": rep.points, "s": rep.elapsed_s, "pps": rep.points_per_s,
+    return {"points": rep.points, "s": rep.elapsed_s, "pps": rep.points_per_s, "start_s": start,
             "peak_rss_gb": mon.peak / 1e9, "feasible": rep.feasible / rep.points,
             "store_gb": disk / 1e9, "chunks": rep.chunks}
 
@@ -133,13 +142,14 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--huge", action="store_true")
     ap.add_argument("--chunk", type=int, default=S.CHUNK_DEFAULT)
+    ap.add_argument("--dask", action="store_true", help="a dask.distributed LocalCluster")
     a = ap.parse_args()
     space = load_space(SPACE)
     print(f"space {SPACE.name}: {space.grid_size():,} points; chunk {a.chunk:,} points; "
           f"{psutil.cpu_count()} cores; load average {psutil.getloadavg()[0]:.1f}")
     if a.huge:
         big = huge_space(space)
-        r = sweep_once(big, 2, a.chunk)
+        r = sweep_once(big, 2, a.chunk, a.dask)
         print(f"1e8 sweep, 2 workers: {r['points']:,} points in {r['chunks']} chunks, {r['s']:.1f} s = "
               f"{r['pps']:,.0f} points/s; peak RSS {r['peak_rss_gb']:.2f} GB (target < 2 GB); "
               f"store {r['store_gb']:.2f} GB on disk; load average now {psutil.getloadavg()[0]:.1f}")
@@ -147,12 +157,13 @@ def main() -> None:
     chunk_profile(space, a.chunk)
     mid = sub_space(space, 2e5 if a.quick else 1.2e6)
     for w in (1, 2):
-        r = sweep_once(mid, w, a.chunk)
+        r = sweep_once(mid, w, a.chunk, a.dask)
         print(f"{w} worker{'s' if w > 1 else ' '}: {r['points']:>10,} points in {r['s']:6.1f} s = "
               f"{r['pps']:>9,.0f} points/s; peak RSS {r['peak_rss_gb']:.2f} GB")
     big = sub_space(space, 1e6) if a.quick else space
-    r = sweep_once(big, 2, a.chunk)
-    print(f"full sweep, 2 workers: {r['points']:,} points in {r['chunks']} chunks, {r['s']:.1f} s = "
+    r = sweep_once(big, 2, a.chunk, a.dask)
+    print(f"full sweep, 2 workers ({'Dask LocalCluster' if a.dask else 'process pool'}, "
+          f"started in {r['start_s']:.1f} s): {r['points']:,} points in {r['chunks']} chunks, {r['s']:.1f} s = "
           f"{r['pps']:,.0f} points/s; peak RSS {r['peak_rss_gb']:.2f} GB (target < 2 GB); "
           f"store {r['store_gb']:.2f} GB on disk; feasible {100 * r['feasible']:.1f} %")
 

@@ -1,4 +1,4 @@
-"""Resumable sweeps into a Zarr store on a dask.distributed cluster.
+"""Resumable sweeps into a Zarr store, on a local process pool or a dask.distributed cluster.
 
 A Zarr store holds the data variables plus three bookkeeping arrays over
 ``sweep_chunk``: ``sweep_chunk_valid`` (feasible points of the chunk),
@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from explore.sweep import pool
 from explore.sweep.grid import (BOOKKEEPING, Layout, SweepError, _grid_dataset, _probe, _space,
                                 chunk_size, evaluate_chunk, lazy_sweep)
 
@@ -326,12 +327,12 @@ class SweepReport:
 
 
 def run_sweep(space, store, client, chunk: int | None = None, progress: bool = False) -> SweepReport:
-    """Compute the missing chunks of ``store`` on a ``dask.distributed`` client.
+    """Compute the missing chunks of ``store`` on ``client``: a ``dask.distributed`` client or
+    a local process pool (``explore.sweep.pool.local_pool``).
 
     Holds the store's lock for the whole run; first verifies every chunk marked done
     (on the cluster: each reads back and compares its digest), then computes the
     missing and damaged ones, then writes consolidated metadata."""
-    from distributed import as_completed
     from tqdm.auto import tqdm   # a widget in Jupyter, text on a terminal
     import zarr
     space = _space(space)
@@ -342,25 +343,24 @@ def run_sweep(space, store, client, chunk: int | None = None, progress: bool = F
         dims = tuple(v.name for v in space.variables)
         done = sorted(set(range(layout.n_chunks)) - set(todo))
         if done:
-            checks = client.map(verify_chunk, done, store=store, layout=layout, dims=dims,
-                                pure=False)
-            ok = client.gather(checks)
+            checks = pool.submit_all(client, verify_chunk, done, store=store, layout=layout,
+                                     dims=dims)
+            ok = pool.gather(client, checks)
             todo = sorted(todo + [i for i, good in zip(done, ok) if not good])
         before = layout.n_chunks - len(todo)
         names = list(_probe(space, reason_codes=True).data_vars)
-        futures = client.map(compute_chunk, todo, space=space, store=store, layout=layout,
-                             run=run, names=names, pure=False)
+        futures = pool.submit_all(client, compute_chunk, todo, space=space, store=store,
+                                  layout=layout, run=run, names=names)
         points = 0
         bar = tqdm(total=layout.n_chunks, initial=before, unit="chunk", disable=not progress,
                    desc="sweep", dynamic_ncols=True)
         try:
-            for fut in as_completed(futures):
+            for fut in pool.completed(client, futures):
                 _, n, _ = fut.result()
                 points += n
                 bar.update(1)
-                fut.release()
         except BaseException:
-            client.cancel(futures)
+            pool.cancel(client, futures)
             raise
         finally:
             bar.close()
@@ -429,19 +429,20 @@ def sweep(space, store=None, *, chunk: int | None = None, client=None, workers: 
 
     Without ``store``: lazily dask-backed (compute with any dask scheduler). With
     ``store``: computed into that Zarr store (resuming it if it holds part of the same
-    space) on ``client``, else the current ``dask.distributed`` client, else a temporary
-    ``LocalCluster`` of ``workers`` processes; returns the store opened lazily.
+    space) on ``client`` (a ``dask.distributed`` client or a process pool), else the
+    current ``dask.distributed`` client, else a local process pool of ``workers``
+    processes (``explore.sweep.pool``); returns the store opened lazily.
     """
     space = _space(space)
     if store is None:
         return lazy_sweep(space, chunk)
     if client is None:
-        from distributed import Client, get_client
+        from distributed import get_client
         try:
             client = get_client()
         except ValueError:
-            with local_cluster(workers) as cluster, Client(cluster) as c:
-                run_sweep(space, store, c, chunk, progress)
+            with pool.local_pool(workers) as ex:
+                run_sweep(space, store, ex, chunk, progress)
             return open_sweep(store)
     run_sweep(space, store, client, chunk, progress)
     return open_sweep(store)

@@ -373,3 +373,23 @@ def test_local_cluster_workers_start_with_the_compiled_kernels_loaded(cluster):
                 and card is not None and card._scan is not None)
     got = cluster[1].run(loaded)
     assert len(got) == 2 and all(got.values())
+
+
+# ----------------------------------------------------------------------------- local process pool
+
+def test_local_pool_store_equals_the_cluster_store_and_resumes(space, reference, tmp_path):
+    """The default on one machine (no Dask client): the same store, bit for bit, as the Dask
+    cluster's, and a rerun after chunks are lost recomputes exactly those."""
+    import zarr
+    from explore.sweep import local_pool
+    out = tmp_path / "pool.zarr"
+    ds = sweep(space, out, chunk=CHUNK, workers=2)          # no client: a local process pool
+    xr.testing.assert_identical(ds.load(), reference[1])
+    g = zarr.open_group(str(out), mode="r+", use_consolidated=False)
+    runs = np.asarray(g["sweep_chunk_run"][:])
+    runs[:2] = 0                                            # two chunks 'never finished'
+    g["sweep_chunk_run"][:] = runs
+    with local_pool(2) as ex:
+        rep = run_sweep(space, out, ex)
+    assert rep.chunks_computed == 2 and rep.chunks_before == rep.chunks - 2
+    xr.testing.assert_identical(open_sweep(out).load(), reference[1])
