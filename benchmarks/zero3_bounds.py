@@ -2,13 +2,13 @@
 
 Prints, for the six `zero3n21` runs (tests/validation/comm_runs.csv), the published step time and
 the model's error under the scenario as written and under two pessimistic readings of DeepSpeed's
-stage-3 code of v0.3.14-v0.5 (microsoft/DeepSpeed deepspeed/runtime/zero/stage3.py):
+stage-3 code of v0.3.14-v0.5.10 (microsoft/DeepSpeed deepspeed/runtime/zero/stage3.py):
 
 * ``no prefetch``: parameter gathers on the critical path (``overlap_param_gather = false``).
   From v0.3.14 the root module's ZeRO-3 pre-forward hook ran before the hook that resets the
   step counter, so every later sub-module missed its traced position and prefetching switched
-  itself off ("Tracing failed. Prefetching is disabled"; fixed by commit f4802aa52, July 2021,
-  and DeepSpeed PR #1170 "off-by-one tracing issue").
+  itself off ("Tracing failed. Prefetching is disabled"; DeepSpeed PR #1170 "off-by-one tracing
+  issue"; fixed on a branch by commit f4802aa52, July 2021, in releases by v0.6.0).
 * ``+ all-reduce``: also the gradient reduction exposed and as an all-reduce (twice the
   reduce-scatter's ring volume): with ``contiguous_gradients`` at its stage-3 default (false)
   ``reduce_ipg_grads`` falls back to ``buffered_reduce_fallback``, a ``dist.all_reduce`` of each
