@@ -70,9 +70,11 @@ GROUP_ASSUMPTIONS = {
                  "(8 x HDR 200 per node, fat tree): plan as the table (tp 1, pp 1, dp = GPUs, the table's "
                  "microbatch and batch: one microbatch per GPU per step); DeepSpeed settings not published: "
                  "assumed fp16 with fp16 gradient reduce-scatter, full recompute (the paper's Eq. 3 FLOP count, "
-                 "as Table 1), unfused softmax, no sequence parallelism, DeepSpeed's ZeRO-3 defaults: "
-                 "overlap_comm on for stage 3 (gradient reduce-scatter under the backward pass) and parameter "
-                 "prefetch (gathers under compute), flat all-gather over the whole data-parallel group"),
+                 "as Table 1), unfused softmax, no sequence parallelism, overlap_comm on (DeepSpeed's stage-3 "
+                 "default: gradient reduction under the backward pass), parameter prefetch (gathers under "
+                 "compute), flat all-gather over the whole data-parallel group; the optimistic reading of "
+                 "DeepSpeed of 2021, whose stage-3 defaults all-reduced the gradients (contiguous_gradients "
+                 "off) and whose prefetch was off from v0.3.14 (tracing bug): README, benchmarks/zero3_bounds.py"),
     "bloom22": ("BLOOM 176B (bigscience tr11-176B-ml README, iteration 85376): plan as logged (tp 4, pp 12, "
                 "dp 8, microbatch 2, ZeRO-1, bf16 with fp32 gradient reduction, full recompute); assumed "
                 "NVSwitch-class NVLink3 inside the 8-GPU node (the README says 'NVLink 4 inter-gpu connects'), "
