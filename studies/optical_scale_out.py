@@ -1,5 +1,7 @@
 """Optical scale-out: copper, pluggable, LPO, CPO, optical I/O and an OCS-reconfigurable
-network for a 175B-class and a 405B-class job on H100 (shipped 8-GPU NVLink 4 servers).
+network for a 175B-class, a 405B-class and a mixture-of-experts job (Mixtral 8x7B with
+expert parallelism, whose all-to-all crosses the scale-out network) on H100 (shipped 8-GPU
+NVLink 4 servers).
 
 For each job and link technology, the same plans and NIC provisioning are evaluated
 (one ``explore.evaluate`` call per job), so technologies are compared design by design:
@@ -14,8 +16,6 @@ shared by all designs of a sample). The dataset keeps their 5th, 50th and 95th
 percentiles (``METRIC_q05`` ...) and the sampled energies per token; the figure
 draws the 5-95 % bands as error bars on both axes, and the summary says whether the
 energy ranking of the technologies survives the uncertainty.
-The MoE job is left out: expert parallelism is not in the model yet (``parallelism.ep``
-must be 1).
 """
 from __future__ import annotations
 
@@ -31,16 +31,22 @@ BAND_SEED = 0
 BAND_METRICS = ("time_to_train_s", "energy_per_token_j", "cost_per_token_usd")
 QUANTILES = {"q05": 0.05, "q50": 0.5, "q95": 0.95}
 TECHS = ("copper", "pluggable", "lpo", "cpo", "optical-io", "ocs-reconfigurable")
-JOBS = {   # job -> (model preset, devices, global batch in sequences)
-    "gpt3-175b on 4,096 H100": ("gpt3-175b", 4096, 1536),
-    "llama3-405b on 16,384 H100": ("llama3-405b", 16384, 2048),
+JOBS = {   # job -> (model preset and overrides, devices, global batch in sequences)
+    "gpt3-175b on 4,096 H100": ({"preset": "gpt3-175b"}, 4096, 1536),
+    "llama3-405b on 16,384 H100": ({"preset": "llama3-405b"}, 16384, 2048),
+    "mixtral-8x7b (MoE, 4k context) on 1,024 H100": ({"preset": "mixtral-8x7b", "seq_len": 4096},
+                                                     1024, 1024),
 }
 
 
-def _designs(quick: bool, devices: int) -> dict:
-    tp = [8]
-    pp = [8, 16] if quick else [4, 8, 16, 32]
-    plans = grid(tp=tp, pp=pp, microbatch=[1] if quick else [1, 2],
+def _designs(quick: bool, devices: int, moe: bool) -> dict:
+    """Dense jobs: tp 8 and pipeline depths; the MoE job: 8 experts over ep 8 ranks (the
+    expert all-to-all leaves an 8-GPU server when ep x tp > 8), tp 1-2, shallow pipelines."""
+    if moe:
+        tp, pp, ep = ([2], [2, 4], [8]) if quick else ([1, 2], [1, 2, 4], [4, 8])
+    else:
+        tp, pp, ep = [8], ([8, 16] if quick else [4, 8, 16, 32]), [1]
+    plans = grid(tp=tp, pp=pp, ep=ep, microbatch=[1] if quick else [1, 2],
                  nics=[1.0, 2.0] if quick else [0.5, 1.0, 2.0],
                  oversub=[1.0, 2.0] if quick else [1.0, 1.5, 2.0, 3.0],
                  recompute=["selective", "full"], zero=[1] if quick else [1, 3],
@@ -53,8 +59,8 @@ def run(quick: bool = False) -> xr.Dataset:
     acc = "h100-sxm-80gb"
     pf = platform(acc)
     parts, sampled = [], []
-    for job, (preset, devices, batch) in JOBS.items():
-        d = _designs(quick, devices)
+    for job, (model, devices, batch) in JOBS.items():
+        d = _designs(quick, devices, moe="mixtral" in model["preset"])
         tech = d["tech"]
         ocs = tech == "ocs-reconfigurable"
         fields = {
@@ -65,11 +71,12 @@ def run(quick: bool = False) -> xr.Dataset:
             "system.scale_out.nics_per_device": d["nics"],
             "system.scale_out.oversubscription": d["oversub"],
             "parallelism.tp": d["tp"], "parallelism.pp": d["pp"], "parallelism.dp": d["dp"],
+            "parallelism.ep": d["ep"],
             "parallelism.microbatch": d["microbatch"],
             "parallelism.recompute": d["recompute"], "parallelism.zero": d["zero"],
             "training.global_batch": batch,
         }
-        base = _base(preset)
+        base = _base(model)
         ds = evaluate_grid(base, fields, {"technology": tech, "job": np.full(len(tech), job)})
         parts.append(ds)
         sampled.append(_sampled(base, fields, ds, BAND_SAMPLES[quick]))
@@ -77,7 +84,6 @@ def run(quick: bool = False) -> xr.Dataset:
                    combine_attrs="drop_conflicts")
     ds = ds.assign_coords(design=np.arange(ds.sizes["design"]))
     ds = _with_bands(ds, sampled, BAND_SAMPLES[quick])
-    ds.attrs["moe_job"] = "skipped: expert parallelism is not in the model yet (parallelism.ep must be 1)"
     return ds
 
 
@@ -130,11 +136,11 @@ def _with_bands(ds: xr.Dataset, sampled: list, samples: int) -> xr.Dataset:
     return out
 
 
-def _base(preset: str) -> dict:
+def _base(model: dict) -> dict:
     import explore
     sc = explore.load_scenario(SCENARIOS / "gpt3-175b-1024-a100.toml")
-    sc["model"] = {"preset": preset}
-    sc["name"] = f"{preset}: scale-out link technologies"
+    sc["model"] = dict(model)
+    sc["name"] = f"{model['preset']}: scale-out link technologies"
     return sc
 
 
@@ -159,7 +165,7 @@ def findings(ds: xr.Dataset) -> dict:
                       "valid_designs": int(m.sum()), "best_design": int(i),
                       "energy_band_j": tuple(float(ds[f"energy_per_token_j_{k}"].values[i])
                                              for k in ("q05", "q95"))}
-        key = ("parallelism", "tp", "pp", "microbatch", "recompute", "zero", "nics_per_device",
+        key = ("parallelism", "tp", "pp", "ep", "microbatch", "recompute", "zero", "nics_per_device",
                "oversubscription")
         def energy_of(t):
             m = j & (ds["technology"].values == t)
@@ -235,12 +241,11 @@ def summary(ds: xr.Dataset, f: dict) -> str:
                          f"{num(v['best_cost_usd'] * 1e6)} | "
                          f"{num(v['days_at_best_energy'])} | {v['valid_designs']} |")
         lines.append("")
-    lines.append(f"MoE job: {ds.attrs.get('moe_job', '')}.")
     return "\n".join(lines)
 
 
 def figures(ds: xr.Dataset) -> dict:
-    hover = ["technology", "tp", "pp", "dp", "microbatch", "nics_per_device", "oversubscription",
+    hover = ["technology", "tp", "pp", "dp", "ep", "microbatch", "nics_per_device", "oversubscription",
              "time_to_train_s", "energy_per_token_j", "cost_per_token_usd", "power_w", "capex_usd"]
     n = int(ds.attrs.get("band_samples", 0))
     fig = fg.Figure(TITLE, "H100 (8-GPU NVLink 4 servers), fat-tree scale-out; "
