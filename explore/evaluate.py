@@ -11,6 +11,7 @@ no mask. Units parse with ``explore.units.registry()`` (pint).
 """
 from __future__ import annotations
 
+import functools
 import os
 
 import numpy as np
@@ -154,6 +155,12 @@ def coord_name(path: str) -> str:
 
 def input_attrs(path: str) -> dict:
     """``field``, ``long_name`` and (numeric fields) ``units`` of a scenario input coordinate."""
+    return dict(_input_attrs(path))
+
+
+@functools.lru_cache(maxsize=4096)
+def _input_attrs(path: str) -> dict:
+    """input_attrs, once per path (the field tables are fixed; callers get a copy)."""
     from explore.scenario import field_spec
     try:
         kind = field_spec(path).kind
@@ -172,10 +179,12 @@ def input_coords(r: Resolved) -> dict:
     for path, a in r.values.items():
         a = np.asarray(a)
         first = a[:1]
-        fixed = a.size <= 1 or bool((a == first).all())
-        val = a[0] if fixed else np.array(a)
+        # a varying column usually differs in its first elements: the whole compare only if not
+        fixed = a.size <= 1 or (bool((a[:64] == first).all()) and bool((a == first).all()))
         if a.dtype.kind in "UO":
-            val = str(val) if fixed else val.astype(str)
+            val = str(a[0]) if fixed else a.astype(str)     # a copy (astype), as np.array below
+        else:
+            val = a[0] if fixed else np.array(a)
         coords[coord_name(path)] = ((), val, input_attrs(path)) if fixed else \
             (("design",), val, input_attrs(path))
     return coords
