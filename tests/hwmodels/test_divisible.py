@@ -1,8 +1,8 @@
-"""explore.model.plan.indivisible: the table lookup gives np.mod's booleans, element by element."""
+"""hwmodels.divisible.indivisible: the table lookup gives np.mod's booleans, element by element."""
 import numpy as np
 import pytest
 
-from explore.model.plan import LOOKUP_MIN, indivisible
+from hwmodels.divisible import LOOKUP_MIN, indivisible
 
 
 @pytest.mark.parametrize("column", [
