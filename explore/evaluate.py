@@ -410,8 +410,10 @@ def _assemble(out: dict, r: Resolved, reason_codes: bool = False, coords: dict |
             a = np.take(a, index, axis=0)
         if a.shape != (n,) or a.strides[0] == 0:   # scalars and broadcast views: own the data
             a = np.array(np.broadcast_to(a, (n,)))
-        # object strings (reason): skip xarray's per-element conversion of object arrays
-        data[k] = xr.Variable(("design",), a, attrs, fastpath=a.dtype.kind == "O")
+        # object strings (reason): skip xarray's per-element conversion of object arrays; plain
+        # numeric arrays: xarray's checks would keep them as they are (fastpath: no checks)
+        data[k] = xr.Variable(("design",), a, attrs,
+                              fastpath=a.dtype.kind == "O" or (type(a) is np.ndarray and a.dtype.kind in "fiub"))
     # input coordinates (``coords``) go in with the data: one merge instead of a second one
     ds = xr.Dataset(data, coords={"design": np.arange(n), **(coords or {})})
     ds.attrs["scenario_name"] = r.name
