@@ -11,6 +11,7 @@ no mask. Units parse with ``explore.units.registry()`` (pint).
 """
 from __future__ import annotations
 
+import functools
 import os
 
 import numpy as np
@@ -154,6 +155,12 @@ def coord_name(path: str) -> str:
 
 def input_attrs(path: str) -> dict:
     """``field``, ``long_name`` and (numeric fields) ``units`` of a scenario input coordinate."""
+    return dict(_input_attrs(path))
+
+
+@functools.lru_cache(maxsize=4096)
+def _input_attrs(path: str) -> dict:
+    """input_attrs, once per path (the field tables are fixed; callers get a copy)."""
     from explore.scenario import field_spec
     try:
         kind = field_spec(path).kind
@@ -172,10 +179,12 @@ def input_coords(r: Resolved) -> dict:
     for path, a in r.values.items():
         a = np.asarray(a)
         first = a[:1]
-        fixed = a.size <= 1 or bool((a == first).all())
-        val = a[0] if fixed else np.array(a)
+        # a varying column usually differs in its first elements: the whole compare only if not
+        fixed = a.size <= 1 or (bool((a[:64] == first).all()) and bool((a == first).all()))
         if a.dtype.kind in "UO":
-            val = str(val) if fixed else val.astype(str)
+            val = str(a[0]) if fixed else a.astype(str)     # a copy (astype), as np.array below
+        else:
+            val = a[0] if fixed else np.array(a)
         coords[coord_name(path)] = ((), val, input_attrs(path)) if fixed else \
             (("design",), val, input_attrs(path))
     return coords
@@ -353,20 +362,33 @@ def _assemble(out: dict, r: Resolved, reason_codes: bool = False, coords: dict |
     units = {"time_s": "s", "energy_j": "J", "capex_usd": "USD", "power_w": "W", "memory_bytes": "B",
              "carbon_kg": "kgCO2e"}
     data = {}
-    nan_n = None
+    nan_n = None      # nan_at at the batch's rows (with ``rows``)
+    slot = None       # with ``rows``: the inverse, masked designs sent to one masked distinct design
     for k, a in out.items():
         if keep is not None and k not in keep:
             continue
         a = np.asarray(a)
         at_rows = rows is not None        # ``a`` is over the distinct designs (gathered below)
-        if nan_at is not None and a.dtype.kind == "f":
-            if at_rows and is_constant(a):  # a constant: masked at the batch's rows directly
+        index = None if rows is None else rows.inverse
+        masked = nan_at is not None and a.dtype.kind == "f"
+        if at_rows and is_constant(a):     # a constant: masked at the batch's rows directly
+            at_rows = False
+            if masked:
                 if nan_n is None:
                     nan_n = rows.gather(nan_at)
                 a = where(nan_n, np.nan, a)
-                at_rows = False
-            else:
-                a = where(nan_at, np.nan, a)        # a new array (constants broadcast)
+        elif masked and at_rows and a.flags.writeable:
+            # NaN at one masked distinct design, which every masked design of the batch reads:
+            # the gather masks (``a`` is this call's own array, the model ran on a private copy)
+            if slot is None:
+                if nan_n is None:
+                    nan_n = rows.gather(nan_at)
+                slot = rows.inverse.copy()
+                slot[nan_n] = j0 = int(np.argmax(nan_at))
+            a[j0] = np.nan
+            index = slot
+        elif masked:
+            a = where(nan_at, np.nan, a)        # a new array (constants broadcast)
         bd = breakdown_of(k)
         if bd:
             attrs = {"units": units[bd[0]], "long_name": f"{bd[0].rpartition('_')[0]}: "
@@ -385,11 +407,13 @@ def _assemble(out: dict, r: Resolved, reason_codes: bool = False, coords: dict |
                 if details is not None:
                     a[details[0]] = details[1]
         if at_rows:
-            a = rows.gather(a)
+            a = np.take(a, index, axis=0)
         if a.shape != (n,) or a.strides[0] == 0:   # scalars and broadcast views: own the data
             a = np.array(np.broadcast_to(a, (n,)))
-        # object strings (reason): skip xarray's per-element conversion of object arrays
-        data[k] = xr.Variable(("design",), a, attrs, fastpath=a.dtype.kind == "O")
+        # object strings (reason): skip xarray's per-element conversion of object arrays; plain
+        # numeric arrays: xarray's checks would keep them as they are (fastpath: no checks)
+        data[k] = xr.Variable(("design",), a, attrs,
+                              fastpath=a.dtype.kind == "O" or (type(a) is np.ndarray and a.dtype.kind in "fiub"))
     # input coordinates (``coords``) go in with the data: one merge instead of a second one
     ds = xr.Dataset(data, coords={"design": np.arange(n), **(coords or {})})
     ds.attrs["scenario_name"] = r.name

@@ -158,6 +158,16 @@ def _coerce(name: str, value, f: Field) -> np.ndarray:
                 raise _bad(name, f"~1e{int(x.bit_length() * 0.30103)}", f, "is out of range")
     elif arr.dtype.kind == "b" or arr.dtype.kind not in "iuf":
         raise _bad(name, arr[0], f, "is not a number")
+    if arr.dtype.kind in "iu" and arr.size >= 4096:
+        # a long integer column: finite and whole already, so only its range is checked, on its
+        # extremes (the float conversion is monotone); out of range: the element-wise path below
+        # finds and names the first offending value
+        lo_v, hi_v = float(arr.min()), float(arr.max())
+        hi = f.hi if f.kind != "int" else INT_MAX if f.hi is None else min(f.hi, INT_MAX)
+        if (-2.0 ** 53 <= lo_v and hi_v <= 2.0 ** 53
+                and (f.lo is None or (lo_v > f.lo if f.lo_open else lo_v >= f.lo))
+                and (hi is None or hi_v <= hi)):
+            return arr.astype(np.int64) if f.kind == "int" else arr.astype(float)
     with np.errstate(over="ignore", invalid="ignore"):
         arr = arr.astype(float)
     fin = np.isfinite(arr)

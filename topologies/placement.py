@@ -23,6 +23,7 @@ links; the ``outer`` domains it spans use the scale-out family:
 from __future__ import annotations
 
 import numpy as np
+from hwmodels.divisible import indivisible
 from hwmodels.select import where
 
 from topologies import collectives as coll
@@ -97,7 +98,7 @@ class Placement:
         # holds leaf_down devices whatever their NIC count (NICs shared by several devices: more)
         ports = span_devices * np.minimum(self.nics, 1.0)
         in_leaf = ports <= self.leaf_down
-        same_rail = (stride >= self.domain) & (np.mod(stride, self.domain) == 0)
+        same_rail = (stride >= self.domain) & ~indivisible(stride, self.domain)
         rail_local = same_rail & (np.ceil(span_devices / self.domain) <= self.leaf_down)
         # a ring that leaves a leaf uses one uplink out and one in per leaf it visits: with k of its
         # ranks under each leaf, the leaf's rings need 1/k of its down-link rate upward, which the
@@ -114,7 +115,7 @@ class Placement:
             off_leaf = np.where(r >= 1.0, 1.0 - 0.5 / np.maximum(r, 1.0), 0.5 * r)
             off_leaf = np.where(self.devices <= leaf_devices, 0.0, off_leaf)   # one leaf: nothing leaves
             return self._by_family(self.bw / np.maximum(1.0, self.o * off_leaf), rail_local, ports, p2p)
-        return self._by_family(np.where(in_leaf, self.bw, cross), in_leaf | rail_local, ports, p2p)
+        return self._by_family(where(in_leaf, self.bw, cross), in_leaf | rail_local, ports, p2p)
 
     def _by_family(self, ft, rail_ok, ports, p2p):
         """Per-family rate from the fat-tree's ``ft``: rail-optimized at full rate where ``rail_ok``,

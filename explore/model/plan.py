@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from explore.model.cardinality import fit
+from hwmodels.divisible import indivisible
 from explore.scenario import RECOMPUTE
 from explore.model.workload import ModelSpec
 
@@ -134,25 +135,25 @@ def rule_codes(m: ModelSpec, plan: ParallelPlan, devices, fp_ok):
     rules = [
         (plan.tp * plan.pp * plan.dp * plan.cp != devices,
          "parallelism: tp*pp*dp*cp must equal system.devices"),
-        (np.mod(m.heads, plan.tp) != 0, "parallelism.tp must divide model.heads"),
-        ((np.mod(m.kv_heads, plan.tp) != 0) & (np.mod(plan.tp, m.kv_heads) != 0),
+        (indivisible(m.heads, plan.tp), "parallelism.tp must divide model.heads"),
+        (indivisible(m.kv_heads, plan.tp) & indivisible(plan.tp, m.kv_heads),
          "parallelism.tp must divide model.kv_heads (or be a multiple of it)"),
-        (np.mod(m.ffn_hidden, plan.tp) != 0, "parallelism.tp must divide model.ffn_hidden"),
-        (np.mod(plan.global_batch, plan.dp * plan.microbatch) != 0,
+        (indivisible(m.ffn_hidden, plan.tp), "parallelism.tp must divide model.ffn_hidden"),
+        (indivisible(plan.global_batch, plan.dp * plan.microbatch),
          "training.global_batch must be divisible by dp*microbatch"),
         (plan.pp * plan.virtual_stages > m.layers,
          "parallelism: pp*virtual_stages must not exceed model.layers"),
         ((plan.virtual_stages > 1) & (plan.pp == 1),
          "parallelism.virtual_stages > 1 needs pp > 1"),
-        ((plan.virtual_stages > 1) & (np.mod(plan.microbatches, plan.pp) != 0),
+        ((plan.virtual_stages > 1) & indivisible(plan.microbatches, plan.pp),
          "interleaved 1F1B needs the microbatch count to be a multiple of pp"),
         (~fp_ok, "training.precision is not supported by the accelerator"),
         # issue 11: expert and context parallelism (Megatron-Core convention, moe.py / context.py)
-        (np.mod(plan.tp * plan.dp * plan.cp, plan.ep * plan.etp) != 0, EP_RULE),
-        (np.mod(m.moe_ffn_hidden, plan.etp) != 0, "parallelism.etp must divide model.moe_ffn_hidden"),
+        (indivisible(plan.tp * plan.dp * plan.cp, plan.ep * plan.etp), EP_RULE),
+        (indivisible(m.moe_ffn_hidden, plan.etp), "parallelism.etp must divide model.moe_ffn_hidden"),
         ((plan.ep > 1) & (m.experts <= 1), "parallelism.ep > 1 needs a MoE model (model.experts > 1)"),
-        ((m.experts > 1) & (np.mod(m.experts, plan.ep) != 0), "parallelism.ep must divide model.experts"),
-        (np.mod(m.seq_len, plan.cp) != 0, "parallelism.cp must divide model.seq_len"),
+        ((m.experts > 1) & indivisible(m.experts, plan.ep), "parallelism.ep must divide model.experts"),
+        (indivisible(m.seq_len, plan.cp), "parallelism.cp must divide model.seq_len"),
     ]
     code = np.zeros(n, dtype=np.int16)
     for i, (bad, why) in enumerate(rules, 1):     # later rules only where no earlier one broke
@@ -163,7 +164,6 @@ def rule_codes(m: ModelSpec, plan: ParallelPlan, devices, fp_ok):
 
 
 EP_RULE = "parallelism: ep*etp must divide tp*dp*cp"
-
 
 def reason_details(plan: ParallelPlan, code, table):
     """(mask, strings) of designs whose reason names their values (issue 11: the expert-parallel
