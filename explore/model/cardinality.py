@@ -162,6 +162,31 @@ def take(spec, index):
                                         for f in dataclasses.fields(spec)})
 
 
+def varying(n: int, *specs) -> list[np.ndarray]:
+    """The columns of frozen dataclasses (``SystemSpec``, ``ModelSpec``, ...) that vary over a
+    batch of ``n``: every non-constant array field of length ``n`` (a 2-D field by its columns,
+    nested dataclasses, tuples and dicts walked as ``take`` does), for ``UniqueRows``."""
+    import dataclasses
+    out = []
+
+    def one(a):
+        if isinstance(a, np.ndarray):
+            if a.ndim >= 1 and a.shape[0] == n and n > 1 and not is_constant(a):
+                out.extend(a.reshape(n, -1).T if a.ndim > 1 else [a])
+        elif isinstance(a, tuple):
+            for x in a:
+                one(x)
+        elif isinstance(a, dict):
+            for x in a.values():
+                one(x)
+        elif dataclasses.is_dataclass(a) and not isinstance(a, type):
+            for f in dataclasses.fields(a):
+                one(getattr(a, f.name))
+    for spec in specs:
+        one(spec)
+    return out
+
+
 DENSE = 4
 """Largest key space, in multiples of the batch size, that is labelled through a dense table
 (see UniqueRows); a larger one is relabelled by hashing first."""

@@ -57,6 +57,9 @@ def pipeline_held_bytes(stage_bytes, logits16_bytes, p, v, m, torch_rt):
         return (stage_bytes * (2.0 * m * (v - last) + (m - f) * (v - first))
                 + last * np.maximum(m - 1.0, 0.0) * logits16_bytes)
     on = torch_rt & (p > 1)
+    if not np.any(on):          # no design runs the torch runtime with stages: nothing held
+        shape = np.broadcast_shapes(*(np.shape(a) for a in (stage_bytes, logits16_bytes, p, v, m, on)))
+        return tuple(np.zeros(shape) for _ in range(3))
     return tuple(where(on, rank(a, b, s), 0.0) for a, b, s in ((1.0, 0.0, 0.0), (0.0, 0.0, 1.0),
                                                               (0.0, 1.0, p - 1.0)))
 

@@ -37,6 +37,7 @@ import numpy as np
 from hwmodels.select import where
 
 from explore.model import calibration as cal
+from explore.model.cardinality import UniqueRows, per_rows, sharing_allowed, varying
 from explore.model import gemm, memory, overlap, runtime_memory as rt
 from explore.model.plan import ParallelPlan
 from explore.model.system import SystemSpec
@@ -66,22 +67,12 @@ def stage_layers(m: ModelSpec, plan: ParallelPlan):
     return np.ceil(m.layers / plan.pp), np.floor(m.layers / plan.pp)
 
 
-def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
-               c: cal.Calibration = cal.DEFAULT, recipe: Recipe | None = None) -> dict[str, np.ndarray]:
-    """Times (s), FLOPs and memory (bytes) per device for one optimizer step."""
-    t, b, sq, h = plan.tp, plan.microbatch, m.seq_len, m.hidden
-    sp = plan.sp_active
-    # --- issue 11: context parallelism holds s/cp tokens per rank; precision recipe
-    cp, ep = plan.cp, plan.ep
-    recipe = recipe if recipe is not None else Recipe.default(s)
+def layer_compute(m: ModelSpec, b, cp, t, sp, flash, peak, peak_other, hbm, cast_bytes_per_element,
+                  c: cal.Calibration) -> dict[str, np.ndarray]:
+    """Forward compute times of one layer and microbatch on one device: GEMMs at the matmul
+    ``peak``, attention core at ``peak_other``, memory-bound work and softmax at ``hbm``."""
+    sq, h = m.seq_len, m.hidden
     tokens_mb = b * sq / cp
-    # --- end issue 11
-    peak = s.peak_flops * s.matmul_peak_fraction   # measured max achievable matmul rate (catalog)
-    peak_other = recipe.other_peak_flops * s.matmul_peak_fraction  # attention core, logits (issue 11)
-    hbm = s.hbm_bandwidth_bytes_per_s * c.hbm_efficiency
-    fab = Fabric(s, c)
-
-    # --- per layer, per microbatch, forward, one device
     gemm_flops = layer_gemm_flops_per_token(m) * tokens_mb / t
     attn_flops = layer_attention_flops_per_token(m) * tokens_mb / t
     # a fused causal kernel skips the masked half of the score tiles (its executed FLOPs)
@@ -101,9 +92,40 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     act_fn_bytes = where(m.gated_mlp, 6.0, 4.0) * tokens_mb * f / t
     repl_bytes = cal.MEMBOUND_BYTES_PER_SBH_REPLICATED * sbh / where(sp, t, 1.0)
     softmax_bytes = where(flash, 0.0, cal.SOFTMAX_BYTES_PER_SCORE * m.heads * sq * tokens_mb / t)
-    cast_bytes = recipe.cast_bytes_per_element * cast_elements_per_token_layer(m) * tokens_mb / t  # issue 11
+    cast_bytes = cast_bytes_per_element * cast_elements_per_token_layer(m) * tokens_mb / t  # issue 11
     t_mem = (act_fn_bytes + repl_bytes + cast_bytes) / hbm
     t_softmax = softmax_bytes / hbm
+    return {"gemm": t_gemm, "attn": t_attn, "mem": t_mem, "softmax": t_softmax}
+
+
+def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
+               c: cal.Calibration = cal.DEFAULT, recipe: Recipe | None = None) -> dict[str, np.ndarray]:
+    """Times (s), FLOPs and memory (bytes) per device for one optimizer step."""
+    t, b, sq, h = plan.tp, plan.microbatch, m.seq_len, m.hidden
+    sp = plan.sp_active
+    # --- issue 11: context parallelism holds s/cp tokens per rank; precision recipe
+    cp, ep = plan.cp, plan.ep
+    recipe = recipe if recipe is not None else Recipe.default(s)
+    tokens_mb = b * sq / cp
+    # --- end issue 11
+    peak = s.peak_flops * s.matmul_peak_fraction   # measured max achievable matmul rate (catalog)
+    peak_other = recipe.other_peak_flops * s.matmul_peak_fraction  # attention core, logits (issue 11)
+    hbm = s.hbm_bandwidth_bytes_per_s * c.hbm_efficiency
+    fab = Fabric(s, c)
+
+    # --- per layer, per microbatch, forward, one device: the compute times depend on few inputs
+    # (microbatch, cp, tp, sp, flash, the rates, the model): evaluated once per distinct
+    # combination of them and gathered back (explore.model.cardinality)
+    gemm_flops = layer_gemm_flops_per_token(m) * tokens_mb / t
+    attn_flops = layer_attention_flops_per_token(m) * tokens_mb / t
+    sbh = tokens_mb * h
+    f = mlp_inner_width(m)
+    args = (b, cp, t, sp, flash, peak, peak_other, hbm, recipe.cast_bytes_per_element)
+    n = max(np.size(a) for a in args)
+    rows = (UniqueRows(list(args) + varying(n, m), n)
+            if n > 1 and sharing_allowed(c) else None)
+    lt = per_rows(lambda *a: layer_compute(*a, c), rows, m, *args)
+    t_gemm, t_attn, t_mem, t_softmax = lt["gemm"], lt["attn"], lt["mem"], lt["softmax"]
     tp_bytes = ACT_BYTES * sbh
     tp_collective = where(sp, 2 * fab.all_gather(tp_bytes, 1.0, t) + 2 * fab.reduce_scatter(tp_bytes, 1.0, t),
                              2 * fab.all_reduce(tp_bytes, 1.0, t))

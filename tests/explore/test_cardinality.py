@@ -244,3 +244,55 @@ def test_repeated_designs_evaluated_once_equal_the_distinct_batch(keep_invalid, 
     assert valid.any() and (~valid).any() and (distinct["reason"].values != distinct["reason"].values[0]).any()
     for k in distinct.data_vars:
         np.testing.assert_array_equal(repeated[k].values, np.tile(distinct[k].values, 4), err_msg=k)
+
+
+def test_varying_lists_the_non_constant_columns_of_nested_specs():
+    import dataclasses
+
+    @dataclasses.dataclass(frozen=True)
+    class Inner:
+        dims: tuple
+        fixed: np.ndarray
+
+    @dataclasses.dataclass(frozen=True)
+    class Outer:
+        a: np.ndarray
+        b: np.ndarray
+        wide: np.ndarray
+        inner: Inner
+        name: str = "x"
+
+    n = 5
+    a = np.arange(n, dtype=float)
+    dim = np.array([1, 2, 1, 2, 1])
+    wide = np.arange(2 * n).reshape(n, 2)
+    spec = Outer(a=a, b=np.broadcast_to(3.0, (n,)), wide=wide,
+                 inner=Inner(dims=(np.ones(1), dim), fixed=np.array([7.0])))
+    cols = card.varying(n, spec)
+    # a, the two columns of ``wide``, the tuple's second member; not the constants or the string
+    assert len(cols) == 4
+    for got, want in zip(cols, [a, wide[:, 0], wide[:, 1], dim]):
+        np.testing.assert_array_equal(got, want)
+    assert card.varying(1, spec) == []
+
+
+def test_layer_compute_shared_over_distinct_inputs_equals_unshared(monkeypatch):
+    """The step model with its layer compute times per distinct inputs equals it evaluated at
+    every row (sharing off), bit for bit, on a batch with repeated (microbatch, tp, sp)."""
+    sc = copy.deepcopy(explore.load_scenario("studies/scenarios/gpt3-175b-1024-a100.toml"))
+    rng = np.random.default_rng(1)
+    n = 400
+    tp = rng.choice([1, 2, 4, 8], n)
+    dp = rng.choice([1, 2, 4], n)
+    mb = rng.choice([1, 2], n)
+    sc["parallelism"].update(tp=tp, pp=8, dp=dp, microbatch=mb, sequence_parallel=rng.random(n) < 0.5,
+                             zero=rng.integers(0, 3, n))
+    sc["training"]["global_batch"] = dp * mb * 16
+    sc["system"]["devices"] = tp * 8 * dp
+    shared = explore.evaluate(sc)
+    import explore.model.step as step
+    monkeypatch.setattr(step, "sharing_allowed", lambda c=None: False)
+    unshared = explore.evaluate(sc)
+    assert np.isfinite(shared["step_time_s"].values).sum() > 50
+    for k in ("step_time_s", "time_s_compute", "time_s_tp_comm"):
+        np.testing.assert_array_equal(shared[k].values, unshared[k].values)
