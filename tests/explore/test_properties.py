@@ -328,3 +328,23 @@ def test_context_parallel_gradient_ring_gets_circuits():
     """The design of _cp_ocs_reconfigurable (cp 2): doubling the scale-up domain no longer slows it."""
     a, b = _su_pair("gpt3-175b", _cp_ocs_reconfigurable())
     assert b <= a, (a, b)
+
+
+def test_larger_scale_up_domain_torus_dimension_order():
+    """Found by this test: an expert-gradient group (stride 32 devices, 16 ranks) on a torus of
+    1,024 nodes of 4 (8 x 8 x 16) has rings of 8 and 2 along dimensions 1 and 2; with nodes of 8
+    (8 x 8 x 8) its stride of 4 nodes leaves rings of 2 spaced 4 apart on dimension 0 (a quarter
+    of its bandwidth) before a ring of 8 on dimension 1. Reduced in the dimensions' index order,
+    the full buffer went over the slow ring first: 1.53x slower. The torus collective now runs its
+    dimensions fastest first (collectives.torus_reduce_scatter_s)."""
+    p, so, su = "parallelism.", "system.scale_out.", "system.scale_up."
+    row = {**_cp_ocs_reconfigurable(), p + "tp": 4, p + "pp": 8, p + "dp": 64, p + "cp": 2, p + "ep": 8,
+           p + "zero": 3, p + "recompute": "selective", p + "sequence_parallel": True,
+           p + "overlap_grad_reduce": True, p + "overlap_tp_comm": True, p + "overlap_moe_comm": True,
+           p + "moe_dispatcher": "deepep", p + "grad_reduce_bytes": 4, "training.global_batch": 256,
+           "training.flash_attention": True, "system.devices": 4096, "system.accelerator": "h100-sxm-80gb",
+           su + "size": 4, su + "link": "nvlink4", su + "bandwidth_bps": 7.2e12, so + "topology": "torus",
+           so + "link": "ib-ndr-400", so + "bandwidth_bps": 400e9, so + "nics_per_device": 2.0,
+           so + "oversubscription": 1.0, so + "reconfiguration": "per-step"}
+    a, b = _su_pair("mixtral-8x7b", row)
+    assert b <= a * (1 + 1e-9), (a, b)
