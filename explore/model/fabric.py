@@ -24,7 +24,7 @@ constants in ``hwmodels/catalog/collectives.toml``):
   bound is twice the NIC share (NVIDIA/nccl:src/graph/tuning.cc, NVLSTree interBw x 2 at
   <= 2 nodes).
 
-On torus families the scale-out part runs dimension by dimension on the torus rings
+On torus families the scale-out part runs dimension by dimension (fastest first) on the torus rings
 (``Placement.outer_reduce_scatter``) after a reduce-scatter inside the domain.
 ``calls`` splits a buffer into that many collectives (buckets, layers), each paying
 its latency.
