@@ -98,12 +98,20 @@ def torus_reduce_scatter_s(size_bytes, ns, bandwidths_bps, latency_s):
     sum_i (n_i - 1)/n_i * S_i / B_i + (n_i - 1) alpha, S_1 = S, S_{i+1} = S_i / n_i
     (bucket algorithm, Chan et al., "Collective communication: theory, practice, and
     experience", CCPE 19(13), 2007, Sec. 7); ``ns``/``bandwidths_bps`` list one entry per
-    dimension, B_i the bandwidth a rank has along dimension i (both ring directions)."""
+    dimension, B_i the bandwidth a rank has along dimension i (both ring directions).
+    The dimensions run fastest first: swapping two adjacent dimensions a, b changes the time by
+    (1 - 1/n_a)(1 - 1/n_b) S_a (1/B_a - 1/B_b), so the order of decreasing B_i is the fastest
+    (the rings of one dimension can go in any order, the algorithm is the same)."""
+    shape = np.broadcast_shapes(*(np.shape(x) for x in (size_bytes, latency_s, *ns, *bandwidths_bps)))
+    ns = np.stack([np.broadcast_to(np.asarray(n, dtype=float), shape) for n in ns])
+    bws = np.stack([np.broadcast_to(np.asarray(b, dtype=float), shape) for b in bandwidths_bps])
+    order = np.argsort(-bws, axis=0, kind="stable")
+    ns, bws = np.take_along_axis(ns, order, axis=0), np.take_along_axis(bws, order, axis=0)
     t = 0.0
     shard = np.asarray(size_bytes, dtype=float)
-    for n, b in zip(ns, bandwidths_bps):
+    for n, b in zip(ns, bws):
         t = t + ring_reduce_scatter_s(shard, n, b, latency_s)
-        shard = shard / np.asarray(n, dtype=float)
+        shard = shard / n
     return t
 
 

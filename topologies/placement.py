@@ -141,13 +141,15 @@ class Placement:
         return (self.f == TORUS) | (self.f == OCS_TORUS)
 
     # ------------------------------------------------------------------ collectives (outer part)
-    def outer_reduce_scatter(self, shard_bytes, stride, outer):
-        t_sw = coll.ring_reduce_scatter_s(shard_bytes, outer, self.switched_bw(stride, outer), self.lat)
+    def outer_reduce_scatter(self, shard_bytes, stride, outer, bandwidth_fraction=1.0):
+        """``bandwidth_fraction``: of every link's rate (a low-latency protocol's)."""
+        t_sw = coll.ring_reduce_scatter_s(shard_bytes, outer, bandwidth_fraction * self.switched_bw(stride, outer),
+                                          self.lat)
         if not self.any_torus:
             return t_sw
         node_stride = np.maximum(np.asarray(stride, dtype=float) / self.domain, 1.0)
         ns, bws = self.torus_rings(node_stride, outer)
-        t_torus = coll.torus_reduce_scatter_s(shard_bytes, ns, bws, self.lat)
+        t_torus = coll.torus_reduce_scatter_s(shard_bytes, ns, [bandwidth_fraction * b for b in bws], self.lat)
         return where(self.is_torus(), t_torus, t_sw)
 
     def outer_all_reduce(self, shard_bytes, stride, outer):

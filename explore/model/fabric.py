@@ -24,8 +24,9 @@ constants in ``hwmodels/catalog/collectives.toml``):
   bound is twice the NIC share (NVIDIA/nccl:src/graph/tuning.cc, NVLSTree interBw x 2 at
   <= 2 nodes).
 
-On torus families the scale-out part runs dimension by dimension on the torus rings
-(``Placement.outer_reduce_scatter``) after a reduce-scatter inside the domain.
+On torus families the scale-out part runs dimension by dimension (fastest first) on the torus rings
+(``Placement.outer_reduce_scatter``) after a reduce-scatter inside the domain, with the same
+protocol choice as a flat call (Simple with its per-call pipeline time, or low-latency).
 ``calls`` splits a buffer into that many collectives (buckets, layers), each paying
 its latency.
 """
@@ -91,9 +92,14 @@ class Fabric:
     def _torus(self, size_bytes, stride, n, all_reduce):
         inner, outer = group_span(stride, n, self.domain)
         k = 2.0 if all_reduce else 1.0
-        t_in = coll.ring_reduce_scatter_s(size_bytes, inner, self.su_bw, self.su_lat)
-        t_out = self.place.outer_reduce_scatter(np.asarray(size_bytes, dtype=float) / inner, stride, outer)
-        return self.base + k * (t_in + t_out)
+        shard = np.asarray(size_bytes, dtype=float) / inner
+
+        def t(f_in, f_out):
+            return k * (coll.ring_reduce_scatter_s(size_bytes, inner, f_in * self.su_bw, self.su_lat)
+                        + self.place.outer_reduce_scatter(shard, stride, outer, f_out))
+        # the same protocol choice as a flat call (nccl_protocol_s): Simple pays its per-call
+        # pipeline time, the low-latency protocol a fraction of each link's rate
+        return self.base + coll.nccl_protocol_s(t(1.0, 1.0), t(self.ll_intra, self.ll_net), self.pipeline)
 
     def _call(self, size_bytes, stride, n, all_reduce):
         inner, outer, bus, tree_bus = self._bus(stride, n)

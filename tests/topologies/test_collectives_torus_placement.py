@@ -20,6 +20,23 @@ def test_torus_collectives_reduce_to_rings():
     assert c.ring_all_reduce_s(0.0, 64, bw, 1e-6) == pytest.approx(126e-6)
 
 
+
+def test_torus_dimensions_run_fastest_first():
+    """A group interleaved with 3 others on one dimension (ring of 2, a quarter of its bandwidth)
+    and alone on another (ring of 8): reducing on the fast ring first sends the slow ring 1/8 of
+    the buffer. Enumerated by hand: both orders, each ring a plain ring reduce-scatter."""
+    size, bw = 1e9, 8e9
+    slow_first = c.ring_reduce_scatter_s(size, 2, bw / 4, 0.0) + c.ring_reduce_scatter_s(size / 2, 8, bw, 0.0)
+    fast_first = c.ring_reduce_scatter_s(size, 8, bw, 0.0) + c.ring_reduce_scatter_s(size / 8, 2, bw / 4, 0.0)
+    assert fast_first == pytest.approx(7 / 8 + 1 / 16 * 4) and fast_first < slow_first
+    for ns, bws in (([2, 8], [bw / 4, bw]), ([8, 2], [bw, bw / 4])):
+        assert c.torus_reduce_scatter_s(size, ns, bws, 0.0) == pytest.approx(fast_first)
+    # per design (broadcast arrays): each design gets its own order
+    t = c.torus_reduce_scatter_s(size, [np.array([2, 8]), np.array([8, 2])],
+                                 [np.array([bw / 4, bw]), np.array([bw, bw / 4])], 0.0)
+    np.testing.assert_allclose(t, [fast_first, fast_first])
+
+
 def test_bisection_limited_all_to_all():
     size = 1e9
     inj = 8e9
