@@ -107,24 +107,18 @@ def _few_values(a: np.ndarray, limit: int) -> tuple[np.ndarray, int]:
             prev = -1
             for i in range(n):
                 found = -1
-                if prev >= 0:                       # the previous element's value first
+                for t in range(-1, m):              # the previous element's value first
+                    j = prev if t < 0 else t
+                    if j < 0:
+                        continue
                     same = True
                     for q in range(w):
-                        if b[i, q] != seen[prev, q]:
+                        if b[i, q] != seen[j, q]:
                             same = False
                             break
                     if same:
-                        found = prev
-                if found < 0:
-                    for j in range(m):
-                        same = True
-                        for q in range(w):
-                            if b[i, q] != seen[j, q]:
-                                same = False
-                                break
-                        if same:
-                            found = j
-                            break
+                        found = j
+                        break
                 if found < 0:
                     if m == limit:
                         return code, 0
