@@ -104,12 +104,13 @@ master, m, v (12 B), 16-bit weight (2 B). Zeroing the gradient is in ``GRAD_BUFF
 MEMORY_RESERVED_BYTES = 3e9
 """Per device, outside the framework's caching allocator: CUDA/runtime context and communication
 library buffers (estimate, a few GB on 80 GB parts)."""
-ALLOCATOR_OVERHEAD = 0.215
+ALLOCATOR_OVERHEAD = 0.195
 """Memory the caching allocator reserves beyond the peak of the per-step allocations (fragmentation
 and cached blocks), as a fraction of them (explore.model.memory.peak_memory). Fitted on
 torchtitan's published peak reserved memory (tests/validation/memory_runs.csv,
-``python -m explore.validation_memory --fit``: MAPE 4.42 % over 11 runs, mean signed error -0.1 %;
-15.3 % with no reserve, 5.1 % at 0.18 and at 0.25). Physical range: GMLake (Guo et al., ASPLOS 2024,
+``python -m explore.validation_memory --fit``: MAPE 3.69 % over 11 runs, mean signed error -0.6 %;
+14.5 % with no reserve, 4.4 % at 0.175, 4.1 % at 0.215, the value before the ring-attention
+buffers of context parallelism were counted, runtime_memory.cp_gather_bytes). Physical range: GMLake (Guo et al., ASPLOS 2024,
 arXiv:2401.08156) measures PyTorch's caching allocator on eight LLMs (A100 80 GB, recompute, ZeRO)
 at 15 % fragmentation of reserved memory on average, up to 33 % (0.18 and 0.49 of the allocated).
 Applied to the ``torch`` runtime only (``parallelism.runtime``), where it was fitted: no published

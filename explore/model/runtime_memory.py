@@ -27,9 +27,19 @@ pytorch/torchtitan):
   docs folder, file float8), else 2; the output layer's gathered input (16-bit, not converted
   to FP8) at the loss.
 * **Context parallelism** (``torch.distributed.tensor.experimental.context_parallel`` with
-  torchtitan's default ``context_parallel_rotate_method = "allgather"``): each layer
-  all-gathers the keys and values of the whole sequence, ``cp`` chunks of
-  ``context.kv_chunk_bytes``, held while the layer's attention runs.
+  torchtitan's default ``context_parallel_rotate_method = "allgather"``; ring attention in
+  ``torch/distributed/tensor/experimental/_attention.py``, ``_templated_ring_attention`` and
+  ``_templated_ring_attention_backward``). torchtitan 9dec370's ``Attention.forward``
+  (``torchtitan/models/llama/model.py``) repeats the keys and values to every query head
+  (``repeat_kv``) *before* ``scaled_dot_product_attention``, so the ring moves keys and values
+  of width ``2 a d_h / t`` per token, not the GQA ``2 g d_h / t`` (16 times more for Llama 3.1
+  405B, 4 times for 8B). With ``c`` = one rank's repeated key+value chunk (``s/cp`` tokens, 2 B):
+  the backward of the recomputed layer's attention holds the all-gathered keys and values of
+  the whole sequence (``_AllGatherRotater``: ``cp c``), the fp32 gradient accumulator of the
+  queries (``convert_to_f32``: ``c``, queries being half the key+value width) and the fp32
+  key/value gradients in flight around the ring (``dkv_rotater``, all-to-all: the one sent and
+  the one received, ``2 x 2 c``): ``(cp + 5) c`` while cp > 1. The forward (and its recompute)
+  holds less: the gather, the fp32 ``_SDPAMerger`` output (``c``) and one step's output.
 
 **FP8 saved inputs** (``"megatron"``, Transformer Engine): with FP8 GEMMs, ``Linear`` /
 ``LayerNormLinear`` / ``LayerNormMLP`` save the quantized FP8 input (column-wise copy only) for
@@ -74,9 +84,25 @@ def gathered_input_bytes(tokens, hidden, tp, sp, fp8, torch_rt):
     return layer, head
 
 
+CP_RING_BACKWARD_CHUNKS = 5.0
+"""Repeated key+value chunks (2 B) the ring-attention backward holds besides the all-gathered
+sequence: fp32 query-gradient accumulator (1) and the fp32 key/value gradients sent and received
+around the ring (2 x 2); module docstring."""
+
+
+def repeated_kv_chunk_bytes(m, micro, cp, tp, element_bytes=2.0):
+    """One rank's key+value chunk after torchtitan's ``repeat_kv`` (every query head):
+    (s/cp) b 2 a d_h e / t; MLA keys and values already carry every head (``context.kv_chunk_bytes``)."""
+    from explore.model.attention import is_mla
+    repeated = m.seq_len / cp * micro * 2.0 * m.heads * m.head_dim * element_bytes / tp
+    return where(is_mla(m), ctx.kv_chunk_bytes(m, micro, cp, tp, element_bytes), repeated)
+
+
 def cp_gather_bytes(m, micro, cp, tp, torch_rt, element_bytes=2.0):
-    """Keys and values of the whole sequence on one rank while a layer's attention runs (all-gather CP)."""
-    return where(torch_rt & (cp > 1), cp * ctx.kv_chunk_bytes(m, micro, cp, tp, element_bytes), 0.0)
+    """Ring-attention buffers on one rank while the recomputed layer's attention runs its backward
+    (all-gather CP, torch runtime): (cp + 5) repeated key+value chunks (module docstring)."""
+    c = repeated_kv_chunk_bytes(m, micro, cp, tp, element_bytes)
+    return where(torch_rt & (cp > 1), (cp + CP_RING_BACKWARD_CHUNKS) * c, 0.0)
 
 
 
