@@ -134,11 +134,12 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "overlap_tp_comm": Field("bool", False, doc="overlap tensor-parallel collectives with GEMMs (Megatron-Core --tp-comm-overlap)"),
         "grad_reduce_bytes": Field("int", 4, lo=1, hi=4, doc="bytes per gradient element in the DP reduction and in the "
                                                              "main-gradient buffer (fp32 main grads: 4)"),
-        "runtime": Field("choice", "megatron", choices=("megatron", "torch"),
+        "runtime": Field("choice", "megatron", choices=("megatron", "torch", "deepspeed"),
                          doc="memory the training runtime holds (memory only, explore/model/runtime_memory.py): "
-                             "megatron (Megatron-Core) or torch (PyTorch native as torchtitan Dec 2024: pipeline "
+                             "megatron (Megatron-Core), torch (PyTorch native as torchtitan Dec 2024: pipeline "
                              "outputs and receive buffers kept per microbatch, DTensor sequence parallelism saves "
-                             "gathered GEMM inputs, all-gather context parallelism)"),
+                             "gathered GEMM inputs, all-gather context parallelism) or deepspeed (DeepSpeed 2021: "
+                             "ZeRO-3 gathers per submodule, not per layer)"),
         "grad_bucket_params": Field("float", None, lo=0, lo_open=True,
                                     doc="parameters per data-parallel gradient bucket (one collective each); "
                                         "default: Megatron-Core's max(4e7, 1e6 * dp) with overlap_grad_reduce, "

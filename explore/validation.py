@@ -72,7 +72,8 @@ GROUP_ASSUMPTIONS = {
                  "assumed fp16 with fp16 gradient reduce-scatter, full recompute (the paper's Eq. 3 FLOP count, "
                  "as Table 1), unfused softmax, no sequence parallelism, overlap_comm on (DeepSpeed's stage-3 "
                  "default: gradient reduction under the backward pass), parameter prefetch (gathers under "
-                 "compute), flat all-gather over the whole data-parallel group; the optimistic reading of "
+                 "compute), flat all-gather over the whole data-parallel group, memory as DeepSpeed's "
+                 "runtime (ZeRO-3 gathers per submodule: explore/model/runtime_memory.py); the optimistic reading of "
                  "DeepSpeed of 2021, whose stage-3 defaults all-reduced the gradients (contiguous_gradients "
                  "off) and whose prefetch was off from v0.3.14 (tracing bug): README, benchmarks/zero3_bounds.py"),
     "bloom22": ("BLOOM 176B (bigscience tr11-176B-ml README, iteration 85376): plan as logged (tp 4, pp 12, "
@@ -160,7 +161,7 @@ def build_scenario(row: dict) -> dict:
         model = {"preset": PRESET_BY_SHAPE[(L, h)], "vocab": int(row["vocab"])}
         par = {"tp": 1, "pp": 1, "dp": dp, "microbatch": int(row["microbatch"]), "virtual_stages": 1, "zero": 3,
                "recompute": "full", "sequence_parallel": False, "overlap_grad_reduce": True,
-               "overlap_param_gather": True, "grad_reduce_bytes": 2}
+               "overlap_param_gather": True, "grad_reduce_bytes": 2, "runtime": "deepspeed"}
         training = {"global_batch": gb, "precision": "fp16", "flash_attention": False}
         system = {"accelerator": "a100-sxm-80gb", "devices": n, "scale_up": {"size": 8, "link": "nvlink3"},
                   "scale_out": {"topology": "fat-tree", "link": "ib-hdr-200", "nics_per_device": 1.0}}

@@ -16,7 +16,8 @@ Activations in flight on stage i (in units of one microbatch through the stage's
 never more than the step's microbatches. ZeRO-3 also holds unsharded the 16-bit parameters of the
 layer being computed and of the next one, prefetched (FSDP2 ``fully_shard``'s implicit prefetch
 of one layer; ZeRO-3, Rajbhandari et al. 2020, Sec. 5.3), and the gradient of the layer being
-reduced: ``(2 w + g) P_layer`` when it shards over more than one rank. Optimizer states: 2-byte weights, 4-byte fp32
+reduced: ``(2 w + g) P_layer`` when it shards over more than one rank; DeepSpeed gathers per
+submodule rather than per layer (``runtime_memory.deepspeed_zero3_unsharded``). Optimizer states: 2-byte weights, 4-byte fp32
 gradients, 12-byte Adam states (master weights, m, v) per parameter, divided by dp when
 ZeRO shards them (stage 3, 2, 1 respectively).
 """
@@ -89,7 +90,7 @@ def state_bytes(params, zero, dp, replica=None, bytes_per_param=(WEIGHT_BYTES, G
 def peak_memory(act_layer, layer_params, emb_params, logits_bytes, layers, p, v, mb, zero, dp, untied,
                 layer_replica=None, shard_ranks=None,
                 bytes_per_param=(WEIGHT_BYTES, GRAD_BYTES, ADAM_BYTES), work_bytes=0.0, held_bytes=(0.0, 0.0, 0.0),
-                per_step_states=False, allocator_overhead=None):
+                per_step_states=False, allocator_overhead=None, z3_unsharded_params=None, z3_grad_params=None):
     """Peak bytes per device over the first, a full middle and the last stage, and its parts
     (weights, gradients, optimizer, activations) on the peak stage.
 
@@ -107,7 +108,10 @@ def peak_memory(act_layer, layer_params, emb_params, logits_bytes, layers, p, v,
     ``param_and_grad_buffer``); ``allocator_overhead`` (default ``calibration.ALLOCATOR_OVERHEAD``):
     what the caching allocator reserves beyond the peak of the per-step allocations (activations,
     the runtime's buffers, ZeRO-3's unsharded layers, and with ``per_step_states`` the unsharded
-    weights and gradients), as a fraction of them."""
+    weights and gradients), as a fraction of them; ``z3_unsharded_params`` / ``z3_grad_params``
+    (default ``ZERO3_LAYERS_UNSHARDED * layer_params`` / ``layer_params``): the parameters whose
+    16-bit weights / gradients ZeRO-3 holds unsharded (a runtime that gathers per submodule holds
+    less: ``runtime_memory.deepspeed_zero3_unsharded``)."""
     f_alloc = cal.ALLOCATOR_OVERHEAD if allocator_overhead is None else allocator_overhead
     layer_replica = layer_params if layer_replica is None else layer_replica
     shard_ranks = dp if shard_ranks is None else shard_ranks
@@ -129,8 +133,10 @@ def peak_memory(act_layer, layer_params, emb_params, logits_bytes, layers, p, v,
     # ZeRO-3: two layers' parameters and one layer's gradient unsharded (module docstring)
     z3 = (zero >= 3) & (shard_ranks > 1)
     w_b, g_b = bytes_per_param[0], bytes_per_param[1]
-    z3_w = where(z3, ZERO3_LAYERS_UNSHARDED * w_b * layer_params, 0.0)
-    z3_g = where(z3, g_b * layer_params, 0.0)
+    z3_live = ZERO3_LAYERS_UNSHARDED * layer_params if z3_unsharded_params is None else z3_unsharded_params
+    z3_grad = layer_params if z3_grad_params is None else z3_grad_params
+    z3_w = where(z3, w_b * z3_live, 0.0)
+    z3_g = where(z3, g_b * z3_grad, 0.0)
     parts = []
     for params, replica, act in ((p_first, r_first, a_first), (p_mid, r_mid, a_mid), (p_last, r_last, a_last)):
         w, g, o = state_bytes(params, zero, shard_ranks, replica, bytes_per_param)

@@ -49,8 +49,22 @@ after ``update_usage(rowwise_usage=False, columnwise_usage=True)``): one byte le
 the four GEMM inputs of a layer, QKV and MLP-in (h each, sharded by sequence parallelism),
 attention projection (h / t) and MLP-out (f / t).
 
-ZeRO-3's unsharded layers in flight are in ``memory.py`` (both runtimes); so is the caching
-allocator's reserve over the torch runtime's per-step allocations (``calibration.ALLOCATOR_OVERHEAD``).
+``"deepspeed"``: DeepSpeed's ZeRO stage 3 as of 2021 (``deepspeed/runtime/zero/stage3.py``; defaults
+in ``deepspeed/runtime/zero/constants.py`` of microsoft/DeepSpeed, commit 02a63e4). It registers its
+gather and release hooks on every submodule that owns parameters, so what it holds unsharded is a
+submodule's parameters, not a transformer layer's: the submodule computing and the next one,
+prefetched (the ``stage3_prefetch_bucket_size`` of 5e7 parameters takes at least one submodule;
+``stage3_max_live_parameters`` = 1e9), and in the backward the computing submodule's 16-bit
+gradient plus one reduce bucket (``reduce_bucket_size`` = 5e8 elements). The largest submodule is
+the fused QKV projection ``h (a + 2 g) d_h`` or the MLP input projection ``k h f`` (gate and up
+fused, Megatron's ``dense_h_to_4h``): 1.68e9 parameters (3.4 GB in fp16) for the 530B GPT of
+Narayanan et al. 2021, against 5.0e9 for its whole layer. DeepSpeed allocates them every step
+through PyTorch's caching allocator, as FSDP2 does, so the allocator's reserve applies as for
+``"torch"``.
+
+ZeRO-3's unsharded layers in flight are in ``memory.py`` (every runtime); so is the caching
+allocator's reserve over the torch and DeepSpeed runtimes' per-step allocations
+(``calibration.ALLOCATOR_OVERHEAD``).
 """
 from __future__ import annotations
 
@@ -58,7 +72,11 @@ import numpy as np
 from hwmodels.select import where
 
 from explore.model import context as ctx
-from explore.model.memory import in_flight
+from explore.model.memory import ZERO3_LAYERS_UNSHARDED, in_flight
+
+DEEPSPEED_REDUCE_BUCKET_ELEMENTS = 5e8
+"""DeepSpeed ZeRO ``reduce_bucket_size`` default (microsoft/DeepSpeed, deepspeed/runtime/zero/constants.py,
+commit 02a63e4: ``ZERO_OPTIMIZATION_REDUCE_BUCKET_SIZE_DEFAULT = 500000000``)."""
 
 def pipeline_held_bytes(stage_bytes, logits16_bytes, p, v, m, torch_rt):
     """(first, middle, last) rank bytes the torch pipelining runtime holds (module docstring)."""
@@ -110,3 +128,23 @@ def fp8_saved_input_savings(tokens, hidden, mlp_inner, tp, sp, fp8, torch_rt):
     """Bytes per layer Transformer Engine saves by keeping FP8 (1 B) GEMM inputs (module docstring)."""
     per_token = 2.0 * hidden / where(sp, tp, 1.0) + (hidden + mlp_inner) / tp
     return where(fp8 & ~torch_rt, tokens * per_token, 0.0)
+
+
+def largest_submodule_params(m, tp):
+    """Parameters of a layer's largest submodule on one tensor-parallel rank: the fused QKV
+    projection h (a + 2 g) d_h or the MLP input projection k h f (k = 2 gated, gate and up fused)."""
+    from explore.model.workload import is_moe
+    f = where(is_moe(m), m.moe_ffn_hidden, m.ffn_hidden)
+    qkv = m.hidden * (m.heads + 2.0 * m.kv_heads) * m.head_dim
+    mlp_in = where(m.gated_mlp, 2.0, 1.0) * m.hidden * f
+    return np.maximum(qkv, mlp_in) / tp
+
+
+def deepspeed_zero3_unsharded(m, tp, layer_params, deepspeed):
+    """(16-bit weights, gradients) in parameters that ZeRO-3 holds unsharded: DeepSpeed (module
+    docstring) two submodules' weights and one submodule's gradients plus a reduce bucket; otherwise
+    ``memory.py``'s two layers' weights and one layer's gradients."""
+    sub = largest_submodule_params(m, tp)
+    w = where(deepspeed, 2.0 * sub, ZERO3_LAYERS_UNSHARDED * layer_params)
+    g = where(deepspeed, sub + DEEPSPEED_REDUCE_BUCKET_ELEMENTS, layer_params)
+    return w, g

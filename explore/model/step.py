@@ -315,7 +315,11 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
             + rt.cp_gather_bytes(m, b, cp, t, torch_rt))
     logits16 = ACT_BYTES * tokens_mb * m.vocab / t
     held = rt.pipeline_held_bytes(ACT_BYTES * sbh / where(sp, t, 1.0), logits16, p, v, mb, torch_rt)
-    mem_parts = memory.peak_memory(act_layer, layer_params(m) / t - expert_total * expert_shard, emb / t,
+    # ZeRO-3's unsharded weights and gradients: two layers / one layer, or DeepSpeed's submodules
+    ds_rt = plan.runtime_deepspeed
+    layer_p = layer_params(m) / t - expert_total * expert_shard
+    z3_w, z3_g = rt.deepspeed_zero3_unsharded(m, t, layer_p, ds_rt)
+    mem_parts = memory.peak_memory(act_layer, layer_p, emb / t,
                                    memory.loss_bytes_per_logit(recipe.unfused_loss, t, ~torch_rt | (p > 1))
                                    * tokens_mb * m.vocab / t + sp_head,
                                    m.layers, p, v, mb, zero, dp, untied,
@@ -323,7 +327,8 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
                                    bytes_per_param=(recipe.weight_bytes, plan.grad_reduce_bytes,
                                                     recipe.optimizer_bytes), work_bytes=work, held_bytes=held,
                                    per_step_states=torch_rt,
-                                   allocator_overhead=where(torch_rt, cal.ALLOCATOR_OVERHEAD, 0.0))
+                                   allocator_overhead=where(torch_rt | ds_rt, cal.ALLOCATOR_OVERHEAD, 0.0),
+                                   z3_unsharded_params=z3_w, z3_grad_params=z3_g)
     mem = mem_parts["total"]
 
     # --- FLOPs actually executed per device per step (hardware FLOPs, incl. recompute)
@@ -351,6 +356,6 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
         "memory_bytes_gradients": mem_parts["gradients"],
         "memory_bytes_optimizer": mem_parts["optimizer"],
         "memory_bytes_activations": mem_parts["activations"],
-        "memory_bytes_allocator": mem_parts["allocator"],   # caching allocator's reserve (runtime torch)
+        "memory_bytes_allocator": mem_parts["allocator"],   # caching allocator's reserve (runtimes torch, deepspeed)
         "bytes_scale_out_per_device": grad_bytes * 2 + where(p > 1, 2 * v * mb * p2p_bytes, 0.0),
     }

@@ -158,3 +158,71 @@ def test_transformer_engine_fp8_keeps_smaller_activations():
     sc["training"]["precision"] = ["bf16", "fp8"]
     a = explore.evaluate(sc, keep_invalid=True).memory_bytes_activations.values
     assert a[1] < a[0]
+
+
+def _torch_interleaved_peak(p, v, m, rank):
+    """Peak live chunk-forwards (forwards of one model chunk whose backward has not run) on ``rank`` of
+    torch.distributed.pipelining's ScheduleInterleaved1F1B, stepping through its order
+    (schedules.py, ``_get_warmup_ops`` with multiply_factor 2 and ``_get_1f1b_rank_ops``): warm-up
+    forwards min((v - 1) m_r + 2 (p - 1 - rank), m v), m_r = m / max(1, m // p) microbatches per
+    round; then forward / backward pairs; then the cool-down backwards."""
+    m_r = m // max(1, m // p)
+    warm = min((v - 1) * m_r + 2 * (p - 1 - rank), m * v)
+    order = ["F"] * warm + ["F", "B"] * (m * v - warm) + ["B"] * warm
+    live = peak = 0
+    for op in order:
+        live += 1 if op == "F" else -1
+        peak = max(peak, live)
+    return peak
+
+
+@pytest.mark.parametrize("p,v,m", [(8, 2, 8), (8, 2, 16), (4, 3, 8), (4, 2, 4), (2, 4, 6)])
+def test_interleaved_in_flight_matches_torch_schedule_step_through(p, v, m):
+    """memory.in_flight (units: one microbatch through the rank's v chunks) is the peak chunk count / v on
+    every rank, when m is a multiple of p (torchtitan's default m = p; Megatron's requirement). At
+    Table 5's plan (p 8, v 2, m 8) ranks 0-3 hold all 16 chunk-forwards, as 1F1B's first rank holds all
+    8 microbatches: interleaving cannot lower the peak there (README: the interleaved row)."""
+    for rank in range(p):
+        want = _torch_interleaved_peak(p, v, m, rank) / v
+        got = float(memory.in_flight(np.float64(p), np.float64(v), np.float64(m), np.float64(rank)))
+        assert got == pytest.approx(want), (p, v, m, rank)
+    if (p, v, m) == (8, 2, 8):
+        assert [_torch_interleaved_peak(p, v, m, r) for r in range(p)] == [16, 16, 16, 16, 15, 13, 11, 9]
+
+
+def test_torch_cp_ring_moves_keys_and_values_of_every_query_head():
+    """torchtitan 9dec370 repeats keys and values to every query head before SDPA (repeat_kv), so the
+    ring's chunk is heads / kv_heads times the GQA chunk context parallelism would move: 16 for
+    Llama 3.1 405B (128 / 8 heads), 4 for 8B (32 / 8)."""
+    from explore.model import context as ctx
+    from explore.model import runtime_memory as rt
+    from explore.model.workload import ModelSpec
+    from explore.scenario import resolve
+    for preset, rep in (("llama3-405b", 16.0), ("llama3-8b", 4.0)):
+        sc = {"model": {"preset": preset}, "training": {"global_batch": 8},
+              "parallelism": {"tp": 8, "cp": 8}, "system": {"accelerator": "h100-sxm-80gb", "devices": 64}}
+        m = ModelSpec.from_resolved(resolve(sc))
+        args = (m, np.float64(1.0), np.float64(8.0), np.float64(8.0))
+        one = lambda x: float(np.asarray(x).ravel()[0])  # noqa: E731
+        assert one(rt.repeated_kv_chunk_bytes(*args)) == pytest.approx(rep * one(ctx.kv_chunk_bytes(*args)))
+        on, off = (one(rt.cp_gather_bytes(m, 1.0, np.float64(c), 8.0, np.bool_(True))) for c in (8.0, 1.0))
+        assert off == 0.0 and on == pytest.approx(13 * one(rt.repeated_kv_chunk_bytes(*args)))
+
+
+def test_deepspeed_zero3_holds_submodules_not_layers():
+    """GPT 530B of Narayanan et al. 2021 (h 20480, 4h MLP, no GQA): a layer has ~12 h^2 parameters and its
+    largest submodule is the MLP's h -> 4h projection, 4 h^2 (QKV: 3 h^2). DeepSpeed's ZeRO-3 holds two
+    submodules' fp16 weights and one submodule's gradient plus a 5e8-element bucket unsharded; the
+    per-layer count holds two layers' and one layer's: the weights differ by 2 B x 2 x (12 - 4) h^2."""
+    from explore import validation as V
+    from explore.model import runtime_memory as rt
+    sc = copy.deepcopy(dict((c[0], c[1]) for c in V.load_cases())["zero3n21_t2_530B_640"])
+    h = 20480.0
+    out = {}
+    for runtime in ("deepspeed", "megatron"):
+        sc["parallelism"]["runtime"] = runtime
+        out[runtime] = explore.evaluate(sc, keep_invalid=True)
+    dw = float(out["megatron"]["memory_bytes_weights"][0] - out["deepspeed"]["memory_bytes_weights"][0])
+    dg = float(out["megatron"]["memory_bytes_gradients"][0] - out["deepspeed"]["memory_bytes_gradients"][0])
+    assert dw == pytest.approx(2.0 * 2.0 * 8.0 * h * h, rel=2e-3)
+    assert dg == pytest.approx(2.0 * (8.0 * h * h - rt.DEEPSPEED_REDUCE_BUCKET_ELEMENTS), rel=2e-3)

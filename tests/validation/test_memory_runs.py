@@ -25,21 +25,34 @@ def test_fsdp_context_parallel_runs_within_10_percent():
 
 
 def test_compared_runs_summary():
-    """MAPE 4.4 %, 9 of 11 compared runs within 10 % (README: validation). The two outside:
-    405B interleaved 1F1B +16.8 % (published 10 GiB below 1F1B, which no in-flight count of the
-    schedule reproduces; its microbatch and stage count are estimates) and 405B FSDP 1 x CP 8
-    -11.0 % (published memory grows 9.6 GiB from CP 4 to CP 8; the model's keys/values gathered
-    over CP grow by 0.1 GiB). A regression guard on both."""
+    """MAPE 3.7 %, 10 of 11 compared runs within 10 % (README: validation). The one outside: 405B
+    interleaved 1F1B +15.1 % (published 10 GiB below 1F1B; at torchtitan's default 8 microbatches
+    torch's interleaved schedule holds all 16 chunk-forwards on ranks 0-3, as 1F1B holds all 8
+    microbatches on rank 0: tests/explore/test_memory.py; the model's step times give 1F1B /
+    interleaved = 1.30, published 1.28, so 8 microbatches it is). 405B FSDP 1 x CP 8 at -7.9 %
+    (was -11.0 % before the ring attention's repeated keys/values and fp32 gradients were counted).
+    A regression guard on both."""
     err = np.array([abs(r["error"]) for r in ROWS if r["compared"]])
     assert np.all(np.isfinite(err))
-    assert (err <= vm.TOLERANCE).sum() >= 9
-    assert err.mean() <= 0.05
-    assert err.max() <= 0.20
+    assert (err <= vm.TOLERANCE).sum() >= 10
+    assert err.mean() <= 0.04
+    assert err.max() <= 0.16
+    assert abs(BY_ID["tt24_t6_cp8"]["error"]) <= vm.TOLERANCE
+
+
+def test_every_compared_run_fits_its_96_gb():
+    """torchtitan ran every row on 96 GB H100s: the model's peak (reserved + context) must fit."""
+    import explore
+    for run in vm.load_runs():
+        if vm.expressible(run):
+            ds = explore.evaluate(vm.scenario(run), keep_invalid=True)
+            assert bool(ds["fits_memory"][0]), (run["run_id"], float(ds["memory_per_device_bytes"][0]))
 
 
 def test_table6_memory_does_not_fall_as_cp_grows():
     """Published Table 6 memory grows with CP at fixed tokens per GPU (75.3 -> 84.9 GiB); the
-    model's may not fall (the gathered keys/values grow with the sequence)."""
+    model's may not fall (the all-gathered keys/values grow with the sequence: 74.3, 76.4, 77.0,
+    78.2 GiB)."""
     got = [BY_ID[f"tt24_t6_cp{cp}"]["model_gib"] for cp in (1, 2, 4, 8)]
     assert all(b >= a for a, b in zip(got, got[1:])), got
 
