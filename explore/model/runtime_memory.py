@@ -52,10 +52,12 @@ attention projection (h / t) and MLP-out (f / t).
 ``"deepspeed"``: DeepSpeed's ZeRO stage 3 as of 2021 (``deepspeed/runtime/zero/stage3.py``; defaults
 in ``deepspeed/runtime/zero/constants.py`` of microsoft/DeepSpeed, commit 02a63e4). It registers its
 gather and release hooks on every submodule that owns parameters, so what it holds unsharded is a
-submodule's parameters, not a transformer layer's: the submodule computing and the next one,
-prefetched (the ``stage3_prefetch_bucket_size`` of 5e7 parameters takes at least one submodule;
-``stage3_max_live_parameters`` = 1e9), and in the backward the computing submodule's 16-bit
-gradient plus one reduce bucket (``reduce_bucket_size`` = 5e8 elements). The largest submodule is
+submodule's parameters, not a transformer layer's: two copies of the largest submodule's 16-bit
+weights (the one computing and the next, prefetched, where ``stage3_max_live_parameters`` = 1e9
+allows it; for matrices above that alone, as 530B's, the upper reading: the flat output
+``torch.distributed.all_gather`` with a tensor list fills before it copies the chunks into the
+parameter, README "Where the model is still wrong", DeepSpeed PR 1188), and in the backward that
+submodule's 16-bit gradient plus one reduce bucket (``reduce_bucket_size`` = 5e8 elements). The largest submodule is
 the fused QKV projection ``h (a + 2 g) d_h`` or the MLP input projection ``k h f`` (gate and up
 fused, Megatron's ``dense_h_to_4h``): 1.68e9 parameters (3.4 GB in fp16) for the 530B GPT of
 Narayanan et al. 2021, against 5.0e9 for its whole layer. DeepSpeed allocates them every step

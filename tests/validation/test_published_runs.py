@@ -74,7 +74,9 @@ def test_zero3_530B_fits_on_640_gpus_and_not_on_560():
     530B model on 560 GPUs at microbatch 4, so the paper ran 640 GPUs (batch 2560). Same plan, one
     factor (the shard count) apart: the model must put the boundary between them. It does with
     DeepSpeed's per-submodule gathers (runtime "deepspeed", 78.4 GB on 640, 80.3 GB on 560); with
-    whole layers unsharded, as FSDP2 does (runtime "megatron"), it fits on neither (87.4 GB on 640)."""
+    whole layers unsharded, as FSDP2 does (runtime "megatron"), it fits on neither (87.4 GB on 640).
+    The margins are thin (1.6 GB and 0.3 GB; calibration.ALLOCATOR_OVERHEAD 0.195): a refit of the
+    allocator reserve outside 0.19-0.225 moves the boundary, which this test then reports."""
     import copy
     from explore.evaluate import evaluate
     sc = dict((c[0], c[1]) for c in CASES)["zero3n21_t2_530B_640"]
