@@ -109,10 +109,11 @@ HELD_OUT_GROUPS = ("mtnlg22", "zero3n21")
 """Never fitted on: MT-NLG ran Megatron-DeepSpeed's pipeline engine, ~30 % slower per sequence than
 Megatron-LM on the same model, plan and GPUs (Narayanan et al. 2021 Table 1, 529.6B on 2,240 A100),
 a framework efficiency the model does not describe; it is reported out of sample only.
-DeepSpeed ZeRO-3 without model parallelism (Narayanan et al. 2021 Table 2) is 29-77 % slower than
-the model: its step time stops falling beyond 768 GPUs at a level the model's NCCL ring (8 NICs per
-node) hides under compute (README "Where the model is still wrong"); fitted in, it breaks the
-calibration bounds, so it is reported out of sample only."""
+DeepSpeed ZeRO-3 without model parallelism (Narayanan et al. 2021 Table 2) is 17-55 % slower than
+the model even with DeepSpeed 2021's code paths described (DEEPSPEED_2021_ZERO3): its step time stops
+falling beyond 768 GPUs, the model's does not at the cited per-rank copy time (README "Where the
+model is still wrong", benchmarks/zero3_bounds.py); fitted in, it breaks the calibration bounds, so
+it is reported out of sample only."""
 
 
 def calibration_cases(cases):
