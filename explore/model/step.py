@@ -23,7 +23,11 @@ The pipeline runs (m + (p-1)/v) slowest-stage microbatch times (interleaved
 1F1B, Narayanan et al. 2021 Sec. 2.2), plus blocking point-to-point sends.
 Data-parallel gradient reduce-scatter (or all-reduce without ZeRO) overlaps
 the backward pass of the last microbatch when enabled; ZeRO-3 all-gathers the
-parameters for every microbatch's forward and backward.
+parameters for every microbatch's forward and backward (``zero3_gather_passes``; 3 when
+the recompute gathers again), in ``zero3_calls_per_layer`` collectives per layer, each
+paying its latency; list-form collectives (``list_collectives``) add a host copy per rank
+and call, and ``zero3_replicated_params_per_layer`` small parameters are regathered rank by
+rank after the step (DeepSpeed 2021 stage 3: explore/validation.py DEEPSPEED_2021_ZERO3).
 
 Issue 11 (marked blocks): context parallelism holds s/cp tokens per rank and
 exchanges key/value blocks in a ring (``context.py``), MoE layers add the expert
