@@ -140,6 +140,27 @@ SCHEMA: dict[str, dict[str, Field]] = {
                              "outputs and receive buffers kept per microbatch, DTensor sequence parallelism saves "
                              "gathered GEMM inputs, all-gather context parallelism) or deepspeed (DeepSpeed 2021: "
                              "ZeRO-3 gathers per submodule, not per layer)"),
+        "zero3_calls_per_layer": Field("float", 1.0, lo=1, hi=64,
+                                       doc="ZeRO-3 collectives per layer and pass (each parameter gather, the "
+                                           "gradient reduce-scatter), each paying its latency: 1 = one coalesced "
+                                           "call per layer (FSDP, Megatron-Core); DeepSpeed 2021 stage 3 gathered "
+                                           "per weight matrix above stage3_param_persistence_threshold (4 per GPT "
+                                           "layer)"),
+        "zero3_gather_passes": Field("float", 2.0, lo=1, hi=3,
+                                     doc="ZeRO-3 parameter gathers per layer and microbatch: 2 = forward and "
+                                         "backward (a full recompute reuses the backward's gather: FSDP); 3 = "
+                                         "the recompute gathers again (DeepSpeed 2021 stage 3 released each "
+                                         "weight after every forward)"),
+        "zero3_replicated_params_per_layer": Field("float", 0.0, lo=0, hi=64,
+                                                   doc="ZeRO-3 parameters per layer kept whole (below DeepSpeed's "
+                                                       "stage3_param_persistence_threshold: biases, norms) but "
+                                                       "re-gathered after every optimizer step by a copy per rank "
+                                                       "(DeepSpeed 2021 stage 3: 8 per GPT layer); 0: none"),
+        "list_collectives": Field("bool", False,
+                                  doc="data-parallel all-gathers and reduce-scatters take a list of one tensor per "
+                                      "rank (torch.distributed.all_gather / reduce_scatter before _all_gather_base, "
+                                      "as DeepSpeed 2021 stage 3): each call adds host work per rank "
+                                      "(hwmodels/catalog/collectives.toml list_collective_per_rank_s)"),
         "grad_bucket_params": Field("float", None, lo=0, lo_open=True,
                                     doc="parameters per data-parallel gradient bucket (one collective each); "
                                         "default: Megatron-Core's max(4e7, 1e6 * dp) with overlap_grad_reduce, "

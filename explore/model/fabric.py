@@ -64,6 +64,7 @@ class Fabric:
         self.ll_intra = float(lib["low_latency_bandwidth_fraction_intra"])
         self.ll_net = float(lib["low_latency_bandwidth_fraction_net"])
         self.nvls_lat = float(lib["nvls_latency_s"])
+        self.list_rank_s = float(lib["list_collective_per_rank_s"])
         self.su_bw = s.su_bandwidth_bps * c.link_efficiency
         self.su_lat = s.su_latency_s
         self.nvls = np.asarray(s.su_in_switch_reduction, dtype=float) > 0
@@ -136,6 +137,13 @@ class Fabric:
 
     def all_gather(self, size_bytes, stride, n, calls=1.0):
         return self.reduce_scatter(size_bytes, stride, n, calls)
+
+    def list_overhead(self, n, calls=1.0):
+        """Host work of ``calls`` list-form all-gathers or reduce-scatters over n ranks: one
+        copy between the flat NCCL buffer and each rank's tensor, plus the caller's view of it
+        (``list_collective_per_rank_s`` per rank and call; 0 for one rank)."""
+        n = np.asarray(n, dtype=float)
+        return np.asarray(calls, dtype=float) * where(n > 1, n * self.list_rank_s, 0.0)
 
     def reconfiguration_stall(self, stride, n):
         """Circuit reconfiguration charged once per step on a group that leaves its domain."""

@@ -50,6 +50,10 @@ class ParallelPlan:
     deepep: np.ndarray = False            # dispatcher sends one copy per remote scale-up domain
     runtime_torch: np.ndarray = False     # PyTorch-native runtime memory (runtime_memory.py)
     runtime_deepspeed: np.ndarray = False  # DeepSpeed ZeRO-3 per-submodule gathers (runtime_memory.py)
+    zero3_calls_per_layer: np.ndarray = 1.0   # ZeRO-3 collectives per layer and pass (1: coalesced)
+    zero3_gather_passes: np.ndarray = 2.0     # ZeRO-3 gathers per layer and microbatch
+    list_collectives: np.ndarray = False      # DP gathers / reduce-scatters take a per-rank tensor list
+    zero3_replicated_params_per_layer: np.ndarray = 0.0  # small ZeRO-3 params re-gathered rank by rank per step
 
     @classmethod
     def from_resolved(cls, r) -> "ParallelPlan":
@@ -79,6 +83,10 @@ class ParallelPlan:
                   deepep=np.asarray(v["parallelism.moe_dispatcher"]) == "deepep",
                   runtime_torch=np.asarray(v["parallelism.runtime"]) == "torch",
                   runtime_deepspeed=np.asarray(v["parallelism.runtime"]) == "deepspeed",
+                  zero3_calls_per_layer=v["parallelism.zero3_calls_per_layer"].astype(float),
+                  zero3_gather_passes=v["parallelism.zero3_gather_passes"].astype(float),
+                  list_collectives=np.asarray(v["parallelism.list_collectives"], bool),
+                  zero3_replicated_params_per_layer=v["parallelism.zero3_replicated_params_per_layer"].astype(float),
                   grad_bucket_params=bucket_params(v, dp))
         return cls(**{k: fit(a, n) for k, a in kw.items()})   # constants stay length 1
 

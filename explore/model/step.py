@@ -23,7 +23,11 @@ The pipeline runs (m + (p-1)/v) slowest-stage microbatch times (interleaved
 1F1B, Narayanan et al. 2021 Sec. 2.2), plus blocking point-to-point sends.
 Data-parallel gradient reduce-scatter (or all-reduce without ZeRO) overlaps
 the backward pass of the last microbatch when enabled; ZeRO-3 all-gathers the
-parameters for every microbatch's forward and backward.
+parameters for every microbatch's forward and backward (``zero3_gather_passes``; 3 when
+the recompute gathers again), in ``zero3_calls_per_layer`` collectives per layer, each
+paying its latency; list-form collectives (``list_collectives``) add a host copy per rank
+and call, and ``zero3_replicated_params_per_layer`` small parameters are regathered rank by
+rank after the step (DeepSpeed 2021 stage 3: explore/validation.py DEEPSPEED_2021_ZERO3).
 
 Issue 11 (marked blocks): context parallelism holds s/cp tokens per rank and
 exchanges key/value blocks in a ring (``context.py``), MoE layers add the expert
@@ -246,15 +250,25 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     z3 = (zero == 3) & (on | on_e)
     rs_times = where(zero >= 2, mb, 1.0)
 
+    k3 = plan.zero3_calls_per_layer          # ZeRO-3 collectives per layer and pass (1: coalesced)
+    lists = bool(np.any(plan.list_collectives))
+
     def dp_group(size, stride, n, active):
         """(reduce time per pass, its last bucket, ZeRO-1/2 gather, one layer's ZeRO-3 gather)."""
         buckets = np.maximum(np.ceil(size / plan.grad_bucket_params), 1.0)
-        calls = where(zero == 3, n_full, buckets)
+        calls = where(zero == 3, n_full * k3, buckets)
         red = where(zero >= 1, fab.reduce_scatter(size * plan.grad_reduce_bytes, stride, n, calls),
                        fab.all_reduce(size * plan.grad_reduce_bytes, stride, n, calls))
+        ag = where((zero >= 1) & (zero <= 2), fab.all_gather(size * 2.0, stride, n, buckets), 0.0)
+        layer = fab.all_gather(size * 2.0 / n_full, stride, n, k3)
+        if lists:   # list-form calls: host work per rank and call (all-reduce takes one tensor)
+            lst = where(plan.list_collectives, fab.list_overhead(n), 0.0)
+            red = red + where(zero >= 1, calls * lst, 0.0)
+            ag = ag + where((zero >= 1) & (zero <= 2), buckets * lst, 0.0)
+            layer = layer + k3 * lst
         red = where(active, red, 0.0)
-        ag = where(active & (zero >= 1) & (zero <= 2), fab.all_gather(size * 2.0, stride, n, buckets), 0.0)
-        layer = where(active, fab.all_gather(size * 2.0 / n_full, stride, n), 0.0)
+        ag = where(active, ag, 0.0)
+        layer = where(active, layer, 0.0)
         return red, red / calls, ag, layer
 
     rs_once, rs_last, t_ag, z3_layer = dp_group(dense_dev, t, dpc, on)
@@ -262,7 +276,7 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
         e = dp_group(exp_dev, eg, edp, on_e)
         rs_once, rs_last, t_ag, z3_layer = (rs_once + e[0], rs_last + e[1], t_ag + e[2], z3_layer + e[3])
     t_rs = rs_times * rs_once
-    t_z3 = where(z3, 2.0 * mb * n_full * z3_layer, 0.0)
+    t_z3 = where(z3, plan.zero3_gather_passes * mb * n_full * z3_layer, 0.0)
     stall = where(on, fab.reconfiguration_stall(t, dpc), 0.0)
 
     # --- the step as scheduled streams on the data-parallel link (explore.model.overlap): the
@@ -282,6 +296,11 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     wall, _ = overlap.nested(compute_wall, streams, kappa, bounds)
     dp_serial = where(ov_rs, 0.0, t_rs) + where(ov_ag, 0.0, t_ag) + stall
     z3_serial = where(ov_ag, 0.0, t_z3)
+    if np.any(plan.zero3_replicated_params_per_layer > 0):
+        # DeepSpeed 2021 stage 3 re-gathers its replicated small parameters after the optimizer
+        # step, one copy per parameter and rank (_post_step -> _allgather_params), on the host path
+        z3_serial = z3_serial + where(z3, n_full * plan.zero3_replicated_params_per_layer
+                                      * fab.list_overhead(dpc), 0.0)
     ov_total = s_rs + s_ag + s_z3
     z3_share = where(ov_total > 0, s_z3 / where(ov_total > 0, ov_total, 1.0), 0.0)
     overlap_cost = wall - compute_wall           # exposed + slowdown of the overlapped streams

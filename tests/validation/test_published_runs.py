@@ -95,33 +95,108 @@ ZERO3 = [c for c in CASES if V.group_of(c[0]) == "zero3n21"]
 
 def test_zero3_group_is_held_out_with_its_error_bounded():
     """Narayanan et al. 2021 Table 2, DeepSpeed ZeRO-3 without model parallelism (6 runs, held out of
-    every fit): the model is too fast on every run, by 29-35 % where the published runs are
-    compute-bound (384 / 640 GPUs, as MT-NLG's DeepSpeed runs) and by 53-77 % where the published
-    step stops falling (768-2,240 GPUs) while the model's 8-NIC NCCL ring hides the ZeRO-3 traffic
-    under compute (README "Where the model is still wrong"). Honest bound on today's out-of-sample
-    error (MAPE 54.0 %, max 77.0 %): not a pass mark, a guard against getting worse."""
+    every fit), with DeepSpeed 2021 stage 3 as its code runs (per-weight list-form gathers on the
+    critical path, regathered in the recompute, small parameters regathered rank by rank each step;
+    explore.validation.DEEPSPEED_2021_ZERO3): still too fast on every run, by 17-25 % where the
+    published runs are compute-bound (384 / 640 GPUs) and by 37-55 % beyond, at the cited lower
+    bound of the per-rank copy (README "Where the model is still wrong"). Honest bound on today's
+    out-of-sample error (MAPE 36.8 %, max 55.2 %): not a pass mark, a guard against getting worse."""
     assert "zero3n21" in V.HELD_OUT_GROUPS
     assert len(ZERO3) == 6
     e = V.errors(ZERO3)
     assert np.all(e < 0), e
-    assert float(np.mean(np.abs(e))) <= 0.60
-    assert float(np.max(np.abs(e))) <= 0.80
+    assert float(np.mean(np.abs(e))) <= 0.40
+    assert float(np.max(np.abs(e))) <= 0.58
 
 
-def test_zero3_plateau_is_not_deepspeed_2021_prefetch_or_overlap():
-    """README: DeepSpeed's stage 3 of 2021 may have run its gathers and its gradient reduction on the
-    critical path (prefetch switched off by the v0.3.14-v0.5.10 tracing bug; PR #1170). Even so, at
-    the model's NCCL ring the largest runs (1,536 / 2,240 GPUs, where the published step stops
-    falling) stay more than half too fast: the plateau needs a bandwidth that no such code path
-    removes (benchmarks/zero3_bounds.py)."""
+def _coalesced(case):
+    """The same run under a coalesced runtime (FSDP / Megatron-Core style): one flat gather per layer,
+    prefetched under compute, two gather passes, no per-rank copies."""
     import copy
-    serial = []
-    for rid, sc, kind, t in ZERO3:
-        s = copy.deepcopy(sc)
-        s["parallelism"].update(overlap_param_gather=False, overlap_grad_reduce=False)
-        serial.append((rid, s, kind, t))
-    e_opt, e_ser = V.errors(ZERO3), V.errors(serial)
-    assert np.all(e_ser > e_opt + 0.03), (e_opt, e_ser)   # the flags bite: >= 3 points slower each
-    top = [i for i, c in enumerate(ZERO3) if c[0].endswith(("_1536", "_2240"))]
-    assert len(top) == 2
-    assert np.all(e_ser[top] < -0.5), e_ser[top]
+    rid, sc, kind, t = case
+    s = copy.deepcopy(sc)
+    for k in V.DEEPSPEED_2021_ZERO3:
+        s["parallelism"].pop(k)
+    s["parallelism"]["overlap_param_gather"] = True
+    return rid, s, kind, t
+
+
+def test_zero3_deepspeed_2021_code_paths_bite_but_do_not_make_the_plateau():
+    """Against the coalesced reading (the scenarios before DeepSpeed's code was modelled: MAPE 54 %),
+    DeepSpeed 2021's code paths slow every run by >= 8 points, more at more ranks (per-rank copies and
+    ring latency grow with N). The plateau does not emerge at the cited 2.2 us per rank: the model's
+    175B step still falls by > 15 % from 768 to 1,536 GPUs and 530B's by > 20 % from 1,120 to 2,240,
+    where the published steps stay flat (66.75 / 66.75 s; 180 / 184 s)."""
+    e_ds, e_co = V.errors(ZERO3), V.errors([_coalesced(c) for c in ZERO3])
+    assert float(np.mean(np.abs(e_co))) > 0.50
+    assert np.all(e_ds > e_co + 0.08), (e_co, e_ds)
+    gain = dict(zip([c[0] for c in ZERO3], e_ds - e_co))
+    for model, counts in (("175B", (384, 768, 1536)), ("530B", (640, 1120, 2240))):
+        g = [gain[f"zero3n21_t2_{model}_{n}"] for n in counts]
+        assert g[0] < g[1] < g[2], (model, g)
+    steps = {c[0]: (1 + e) * c[3] for c, e in zip(ZERO3, e_ds)}
+    assert steps["zero3n21_t2_175B_1536"] < 0.85 * steps["zero3n21_t2_175B_768"]
+    assert steps["zero3n21_t2_530B_2240"] < 0.80 * steps["zero3n21_t2_530B_1120"]
+
+
+# Megatron-LM GPT layer (DeepSpeedExamples Megatron-LM-v1.1.5-ZeRO3, mpu/layers.py, model/transformer.py):
+# (name, shape) of its parameters for hidden size h, in forward order
+def _gpt_layer_params(h):
+    return [("input_layernorm.weight", (h,)), ("input_layernorm.bias", (h,)),
+            ("attention.query_key_value.weight", (3 * h, h)), ("attention.query_key_value.bias", (3 * h,)),
+            ("attention.dense.weight", (h, h)), ("attention.dense.bias", (h,)),
+            ("post_attention_layernorm.weight", (h,)), ("post_attention_layernorm.bias", (h,)),
+            ("mlp.dense_h_to_4h.weight", (4 * h, h)), ("mlp.dense_h_to_4h.bias", (4 * h,)),
+            ("mlp.dense_4h_to_h.weight", (h, 4 * h)), ("mlp.dense_4h_to_h.bias", (h,))]
+
+
+PERSISTENCE_THRESHOLD = 100000   # microsoft/DeepSpeed v0.3.14 deepspeed/runtime/zero/constants.py
+                                 # ZERO_OPTIMIZATION_PARAM_PERSISTENCE_THRESHOLD_DEFAULT
+
+
+@pytest.mark.parametrize("preset", ["gpt3-175b", "megatron-529.6b"])
+def test_deepspeed_2021_call_counts_from_the_layer_shapes(preset):
+    """DEEPSPEED_2021_ZERO3 against an enumeration of DeepSpeed's stage-3 rule on the layer's tensors:
+    a parameter with fewer elements than stage3_param_persistence_threshold stays whole (persistent, only
+    re-gathered after the step), every other one is fetched by its own sub-module, one all-gather each
+    (stage3.py fetch_sub_module -> partition_parameters.py _allgather_param)."""
+    from explore.fields import model_presets
+    h = model_presets()[preset]["hidden"]
+    numel = [int(np.prod(shape)) for _, shape in _gpt_layer_params(h)]
+    gathered = sum(n >= PERSISTENCE_THRESHOLD for n in numel)
+    kept = sum(n < PERSISTENCE_THRESHOLD for n in numel)
+    assert gathered == V.DEEPSPEED_2021_ZERO3["zero3_calls_per_layer"]
+    assert kept == V.DEEPSPEED_2021_ZERO3["zero3_replicated_params_per_layer"]
+    # the rule depends on the shape: at h = 64 every tensor of the layer stays whole
+    assert sum(int(np.prod(s)) >= PERSISTENCE_THRESHOLD for _, s in _gpt_layer_params(64)) == 0
+
+
+def test_list_collective_copies_match_an_enumeration_of_a_deepspeed_step():
+    """Step-time difference of DeepSpeed 2021's list-form collectives and per-rank small-parameter
+    regather against an explicit walk over one optimizer step (serial: no overlap flags), each
+    list call or regathered parameter adding one copy per rank at the catalog's per-rank time."""
+    import copy
+    from explore.evaluate import evaluate
+    from explore.model.fabric import library
+    n_ranks, layers, mb_count = 64, 4, 3
+    sc = {"name": "z3-small", "model": {"layers": layers, "hidden": 2048, "heads": 16, "vocab": 32000,
+                                         "seq_len": 1024},
+          "training": {"global_batch": n_ranks * mb_count, "precision": "fp16", "flash_attention": False},
+          "parallelism": {"tp": 1, "pp": 1, "dp": n_ranks, "microbatch": 1, "zero": 3, "recompute": "full",
+                          "sequence_parallel": False, "overlap_grad_reduce": False,
+                          "overlap_param_gather": False, "grad_reduce_bytes": 2,
+                          "zero3_calls_per_layer": 4.0, "zero3_gather_passes": 3.0},
+          "system": {"accelerator": "a100-sxm-80gb", "devices": n_ranks, "scale_up": {"size": 8, "link": "nvlink3"},
+                     "scale_out": {"topology": "fat-tree", "link": "ib-hdr-200", "nics_per_device": 1.0}}}
+    lists = copy.deepcopy(sc)
+    lists["parallelism"].update(list_collectives=True, zero3_replicated_params_per_layer=8.0)
+    step = lambda s: float(evaluate(s, keep_invalid=True)["step_time_s"][0])  # noqa: E731
+    copies = 0
+    for _ in range(mb_count):                       # each microbatch
+        for _ in range(layers):
+            for _phase in ("forward", "recompute", "backward"):
+                copies += 4 * n_ranks               # one list all-gather per weight matrix
+            copies += 4 * n_ranks                   # one list reduce-scatter per weight gradient
+    copies += layers * 8 * n_ranks                  # _post_step: each small parameter, rank by rank
+    want = copies * float(library()["list_collective_per_rank_s"])
+    assert step(lists) - step(sc) == pytest.approx(want, rel=1e-6)
