@@ -49,6 +49,7 @@ class ParallelPlan:
     etp: np.ndarray = 1.0                 # expert tensor parallel degree (default: tp)
     deepep: np.ndarray = False            # dispatcher sends one copy per remote scale-up domain
     runtime_torch: np.ndarray = False     # PyTorch-native runtime memory (runtime_memory.py)
+    backward_prefetch_post: np.ndarray = False  # ZeRO-3 backward gathers on the critical path (step.py)
 
     @classmethod
     def from_resolved(cls, r) -> "ParallelPlan":
@@ -77,6 +78,7 @@ class ParallelPlan:
                   etp=v["parallelism.etp"].astype(float) if "parallelism.etp" in v else tp,
                   deepep=np.asarray(v["parallelism.moe_dispatcher"]) == "deepep",
                   runtime_torch=np.asarray(v["parallelism.runtime"]) == "torch",
+                  backward_prefetch_post=np.asarray(v["parallelism.backward_prefetch"]) == "post",
                   grad_bucket_params=bucket_params(v, dp))
         return cls(**{k: fit(a, n) for k, a in kw.items()})   # constants stay length 1
 
