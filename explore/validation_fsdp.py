@@ -82,3 +82,52 @@ def build_scenario(row: dict) -> dict:
         description = ASSUMPTIONS
     return {"name": row["run_id"], "description": description, "model": model,
             "training": training, "parallelism": par, "system": system}
+
+
+SUBTABLES = {  # label -> run-id prefix test
+    "H100 FULL_SHARD + activation checkpointing (13B-70B)": lambda r: "_h100_" in r and r.split("_")[2] in ("13b", "30b", "70b"),
+    "H100 FULL_SHARD, no checkpointing (7B)": lambda r: "_h100_7b_" in r,
+    "H100 SHARD_GRAD_OP, no checkpointing (1B, 3B)": lambda r: "_h100_1b_" in r or "_h100_3b_" in r,
+    "A100 80GB, 1600 Gbps RoCE, FULL_SHARD (70B, 32-64 GPUs)": lambda r: "_a100_" in r,
+}
+
+
+def group_report(fit_in: bool = False) -> str:
+    """The group out of sample (the shipped constants, fitted without it), by sub-table, with the
+    step-time growth from 128 to 512 GPUs published and modelled; with ``fit_in`` also the
+    constants refitted on the calibration set plus this group."""
+    import numpy as np
+    from explore import validation as V
+    cases = V.load_cases()
+    grp = [c for c in cases if V.group_of(c[0]) == GROUP]
+    runs = {"shipped constants (fitted without the group)": None}
+    if fit_in:
+        c_in, _ = V.fit(V.calibration_cases(cases) + grp)
+        runs["fitted with the group in (" + ", ".join(f"{f} {getattr(c_in, f):.3g}" for f in V.FIT_FIELDS) + ")"] = c_in
+    out = []
+    for label, c in runs.items():
+        pred = V.predict(grp, c) if c is not None else V.predict(grp)
+        pub = np.array([g[3] for g in grp])
+        e = pred / pub - 1
+        out.append(f"{label}: MAPE {100 * np.mean(np.abs(e)):.2f}%  max {100 * np.max(np.abs(e)):.2f}%  "
+                   f"({len(e)} runs, {int((e < 0).sum())} too fast)")
+        for sub, test in SUBTABLES.items():
+            m = np.array([test(g[0]) for g in grp])
+            out.append(f"  {sub}: MAPE {100 * np.mean(np.abs(e[m])):.2f}%  signed "
+                       + " ".join(f"{100 * x:+.1f}" for x in e[m]))
+        if c is not None:
+            calib = V.calibration_cases(cases)
+            ec = V.errors(calib, c)
+            out.append(f"  calibration set under these constants: MAPE {100 * np.mean(np.abs(ec)):.2f}%  "
+                       f"max {100 * np.max(np.abs(ec)):.2f}%")
+        by = {g[0]: (p, g[3]) for g, p in zip(grp, pred)}
+        for size in ("1b", "3b", "7b", "13b", "30b", "70b"):
+            lo, hi = by[f"{GROUP}_h100_{size}_128"], by[f"{GROUP}_h100_{size}_512"]
+            out.append(f"  {size} step 128 -> 512 GPUs: published {100 * (hi[1] / lo[1] - 1):+.1f}%  "
+                       f"model {100 * (hi[0] / lo[0] - 1):+.1f}%")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    import sys
+    print(group_report(fit_in="--fit" in sys.argv))
