@@ -140,10 +140,11 @@ SCHEMA: dict[str, dict[str, Field]] = {
                              "outputs and receive buffers kept per microbatch, DTensor sequence parallelism saves "
                              "gathered GEMM inputs, all-gather context parallelism)"),
         "backward_prefetch": Field("choice", "pre", choices=("pre", "post"),
-                                   doc="ZeRO-3 / FSDP FULL_SHARD backward all-gathers: pre (issued before the "
-                                       "previous layer's gradient computation, hidden under it: Megatron, DeepSpeed, "
-                                       "FSDP BACKWARD_PRE) or post (issued after it, so each layer's gradient "
-                                       "computation waits for its gather: FSDP BACKWARD_POST, Composer's default)"),
+                                   doc="ZeRO-3 / FSDP FULL_SHARD backward all-gathers: pre (the next layer's gather "
+                                       "is issued before the current layer's gradient computation and hidden under "
+                                       "it: Megatron, DeepSpeed, FSDP BACKWARD_PRE) or post (issued after it, so the "
+                                       "next layer's gradient computation waits for its gather: FSDP BACKWARD_POST, "
+                                       "Composer's default)"),
         "grad_bucket_params": Field("float", None, lo=0, lo_open=True,
                                     doc="parameters per data-parallel gradient bucket (one collective each); "
                                         "default: Megatron-Core's max(4e7, 1e6 * dp) with overlap_grad_reduce, "

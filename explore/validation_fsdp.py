@@ -1,9 +1,9 @@
 """The PyTorch FSDP group of the validation set (``tests/validation/fsdp_runs.csv``): issue 10's
 "new communication-bound group", pure sharded data parallelism without tensor or pipeline parallelism.
 
-Source: MosaicML llm-foundry's MPT training benchmarks (repository mosaicml/llm-foundry, file
-scripts/train/benchmarking/README.md, commit c90b9b312c644dbde5c9e6eef75c6f1c117d8782), table
-"H100 80GB BF16 (Large Scale, >= 128 GPUs)": MPT 1B-70B on 128, 256 and 512 H100, one microbatch
+Source: MosaicML llm-foundry's MPT training benchmarks
+(mosaicml/llm-foundry:scripts/train/benchmarking/README.md, commit
+c90b9b312c644dbde5c9e6eef75c6f1c117d8782), table "H100 80GB BF16 (Large Scale, >= 128 GPUs)": MPT 1B-70B on 128, 256 and 512 H100, one microbatch
 per GPU per step (GradAccum 1). The target is the measured step time GlobalBatchSize (T) /
 Throughput (T/s), both from the table.
 
