@@ -13,8 +13,11 @@ FSDP unit):
 
 * ``FULL_SHARD`` -> ``zero = 3``: one all-gather per block in the forward, one in the backward
   (under activation checkpointing the backward's gather serves the recompute and the gradient
-  computation both: the recomputed forward runs inside the unit's backward pre-hook), one
-  reduce-scatter per block;
+  computation both: the checkpointed block recomputes after its unit's pre-backward unshard, on
+  the gathered parameters, which are resharded only after its gradient), one reduce-scatter per
+  block; Composer's default ``backward_prefetch = BACKWARD_POST`` issues the next block's backward
+  gather after the current block's gradient computation (torch ``torch/distributed/fsdp/api.py``,
+  ``BackwardPrefetch``): ``parallelism.backward_prefetch = "post"``, the gathers on the critical path;
 * ``SHARD_GRAD_OP`` -> ``zero = 2``: parameters gathered once per block in the forward and kept
   through the backward, gradients reduce-scattered per block. With one microbatch per step this is
   ZeRO-2's traffic (one gather and one reduce-scatter of every parameter per step), the gather under
