@@ -14,7 +14,9 @@ FSDP unit):
 * ``FULL_SHARD`` -> ``zero = 3``: one all-gather per block in the forward, one in the backward
   (under activation checkpointing the backward's gather serves the recompute and the gradient
   computation both: the checkpointed block recomputes after its unit's pre-backward unshard, on
-  the gathered parameters, which are resharded only after its gradient), one reduce-scatter per
+  the gathered parameters, which are resharded only after its gradient: ``FlatParamHandle.unshard``
+  skips the all-gather while the unsharded storage is allocated, ``needs_unshard`` in torch's
+  ``torch/distributed/fsdp/_flat_param.py``), one reduce-scatter per
   block; Composer's default ``backward_prefetch = BACKWARD_POST`` issues the next block's backward
   gather after the current block's gradient computation (torch ``torch/distributed/fsdp/api.py``,
   ``BackwardPrefetch``): ``parallelism.backward_prefetch = "post"``, the gathers on the critical path;
