@@ -161,6 +161,12 @@ SCHEMA: dict[str, dict[str, Field]] = {
                                       "rank (torch.distributed.all_gather / reduce_scatter before _all_gather_base, "
                                       "as DeepSpeed 2021 stage 3): each call adds host work per rank "
                                       "(hwmodels/catalog/collectives.toml list_collective_per_rank_s)"),
+        "backward_prefetch": Field("choice", "pre", choices=("pre", "post"),
+                                   doc="ZeRO-3 / FSDP FULL_SHARD backward all-gathers: pre (the next layer's gather "
+                                       "is issued before the current layer's gradient computation and hidden under "
+                                       "it: Megatron, DeepSpeed, FSDP BACKWARD_PRE) or post (issued after it, so the "
+                                       "next layer's gradient computation waits for its gather: FSDP BACKWARD_POST, "
+                                       "Composer's default)"),
         "grad_bucket_params": Field("float", None, lo=0, lo_open=True,
                                     doc="parameters per data-parallel gradient bucket (one collective each); "
                                         "default: Megatron-Core's max(4e7, 1e6 * dp) with overlap_grad_reduce, "

@@ -54,6 +54,7 @@ class ParallelPlan:
     zero3_gather_passes: np.ndarray = 2.0     # ZeRO-3 gathers per layer and microbatch
     list_collectives: np.ndarray = False      # DP gathers / reduce-scatters take a per-rank tensor list
     zero3_replicated_params_per_layer: np.ndarray = 0.0  # small ZeRO-3 params re-gathered rank by rank per step
+    backward_prefetch_post: np.ndarray = False  # ZeRO-3 backward gathers on the critical path (step.py)
 
     @classmethod
     def from_resolved(cls, r) -> "ParallelPlan":
@@ -87,6 +88,7 @@ class ParallelPlan:
                   zero3_gather_passes=v["parallelism.zero3_gather_passes"].astype(float),
                   list_collectives=np.asarray(v["parallelism.list_collectives"], bool),
                   zero3_replicated_params_per_layer=v["parallelism.zero3_replicated_params_per_layer"].astype(float),
+                  backward_prefetch_post=np.asarray(v["parallelism.backward_prefetch"]) == "post",
                   grad_bucket_params=bucket_params(v, dp))
         return cls(**{k: fit(a, n) for k, a in kw.items()})   # constants stay length 1
 

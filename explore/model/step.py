@@ -277,6 +277,10 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
         rs_once, rs_last, t_ag, z3_layer = (rs_once + e[0], rs_last + e[1], t_ag + e[2], z3_layer + e[3])
     t_rs = rs_times * rs_once
     t_z3 = where(z3, plan.zero3_gather_passes * mb * n_full * z3_layer, 0.0)
+    # backward_prefetch "post" (FSDP BACKWARD_POST): a layer's backward gather is issued after the
+    # previous layer's gradient computation, so the computation waits for it (torch.distributed.fsdp
+    # BackwardPrefetch): the backward half of the gathers is on the critical path
+    z3_post = where(z3 & plan.backward_prefetch_post, mb * n_full * z3_layer, 0.0)
     stall = where(on, fab.reconfiguration_stall(t, dpc), 0.0)
 
     # --- the step as scheduled streams on the data-parallel link (explore.model.overlap): the
@@ -289,13 +293,13 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     ov_rs, ov_ag = plan.overlap_grad_reduce, plan.overlap_param_gather
     s_rs = where(ov_rs, t_rs, 0.0)
     s_ag = where(ov_ag, t_ag, 0.0)
-    s_z3 = where(ov_ag, t_z3, 0.0)
+    s_z3 = where(ov_ag, t_z3 - z3_post, 0.0)
     streams = [(s_rs, before_rs), (s_ag, compute_wall - t_fwd_stage), (s_z3, np.zeros_like(compute_wall))]
     bounds = [compute_wall + where(ov_rs, rs_last, 0.0),
               compute_wall + where(ov_ag & z3, mb * z3_layer, 0.0)]
     wall, _ = overlap.nested(compute_wall, streams, kappa, bounds)
     dp_serial = where(ov_rs, 0.0, t_rs) + where(ov_ag, 0.0, t_ag) + stall
-    z3_serial = where(ov_ag, 0.0, t_z3)
+    z3_serial = where(ov_ag, z3_post, t_z3)
     if np.any(plan.zero3_replicated_params_per_layer > 0):
         # DeepSpeed 2021 stage 3 re-gathers its replicated small parameters after the optimizer
         # step, one copy per parameter and rank (_post_step -> _allgather_params), on the host path

@@ -1,0 +1,93 @@
+"""PyTorch FSDP runs (llm-foundry MPT benchmarks, tests/validation/fsdp_runs.csv): issue 10's new
+communication-bound group, out of sample.
+
+The group is held out of every fit (explore.validation.HELD_OUT_GROUPS), so the shipped constants
+(explore/model/calibration.py) were fitted without it and its errors below are out of sample.
+Measured with the constants of this commit: MAPE 9.30 % over 20 runs, worst 23.1 % (MPT-1B, 512 H100,
+too fast); activation-checkpointed FULL_SHARD runs 3.3 %; every H100 run too fast. Bounds are those
+figures plus a small margin (the MAPE bound is issue 10's 10 %).
+"""
+import copy
+
+import numpy as np
+import pytest
+
+import explore
+from explore import validation as V
+from explore import validation_fsdp as F
+from explore.scenario import ScenarioError
+
+CASES = [c for c in V.load_cases() if V.group_of(c[0]) == F.GROUP]
+
+
+@pytest.fixture(scope="module")
+def errors():
+    return dict(zip([c[0] for c in CASES], V.errors(CASES)))
+
+
+def test_group_is_complete_and_held_out():
+    assert len(CASES) == 20
+    assert sum("_h100_" in c[0] for c in CASES) == 18
+    assert F.GROUP in V.HELD_OUT_GROUPS          # the shipped constants never saw it
+    assert F.GROUP in V.COMM_GROUPS
+
+
+@pytest.mark.parametrize("run_id", [c[0] for c in CASES])
+def test_every_fsdp_run_is_valid_and_fits_memory(run_id):
+    sc = dict((c[0], c[1]) for c in CASES)[run_id]
+    ds = explore.evaluate(sc)
+    assert bool(ds["valid"][0]), f"{run_id}: {ds['reason'].values[0]}"
+    assert float(ds["memory_per_device_bytes"][0]) <= 80e9
+
+
+def test_out_of_sample_mape_within_10_percent(errors):
+    e = np.array(list(errors.values()))
+    assert np.mean(np.abs(e)) <= 0.10, f"MAPE {100 * np.mean(np.abs(e)):.2f} %"
+    assert np.max(np.abs(e)) <= 0.24, f"worst {100 * np.max(np.abs(e)):.2f} %"
+
+
+def test_checkpointed_full_shard_runs_within_4_percent(errors):
+    e = np.array([v for k, v in errors.items() if F.SUBTABLES[next(iter(F.SUBTABLES))](k)])
+    assert len(e) == 9
+    assert np.mean(np.abs(e)) <= 0.04 and np.max(np.abs(e)) <= 0.07
+
+
+def test_model_is_still_optimistic_on_every_h100_run(errors):
+    """Honest sign: the model is too fast on all 18 H100 runs (README, 'still optimistic')."""
+    assert all(v < 0 for k, v in errors.items() if "_h100_" in k)
+
+
+def test_step_time_rises_with_gpus_as_published():
+    """Published step time grows from 128 to 512 GPUs for every model (2.6-10.8 %); the model's
+    rises too (less: 0.2-3.9 %), never falls."""
+    by = {c[0]: c for c in CASES}
+    pred = dict(zip(by, V.predict(CASES)))
+    for size in ("1b", "3b", "7b", "13b", "30b", "70b"):
+        lo, hi = f"{F.GROUP}_h100_{size}_128", f"{F.GROUP}_h100_{size}_512"
+        assert by[hi][3] > by[lo][3]
+        assert pred[hi] >= pred[lo]
+
+
+def test_backward_prefetch_post_exposes_the_backward_gathers_at_line_rate_or_slower():
+    """FSDP BACKWARD_POST: every backward all-gather waits (torch.distributed.fsdp.BackwardPrefetch).
+    Independent bound: each 8-GPU node must receive (n-8)/n of a layer's bf16 weights (2 x 12 d^2
+    bytes) through its 8 x 400 Gb/s NICs, so 80 layers take at least 80 x that / 400 GB/s; NCCL
+    reaches well over half of line rate on such messages (collective_bench.csv), so at most 2 x."""
+    sc = copy.deepcopy(dict((c[0], c[1]) for c in CASES)[f"{F.GROUP}_h100_70b_512"])
+    post = explore.evaluate(sc, keep_invalid=True)
+    sc["parallelism"]["backward_prefetch"] = "pre"
+    pre = explore.evaluate(sc, keep_invalid=True)
+    n, d, L = 512, 8192, 80
+    bound = L * 2 * 12 * d * d * (n - 8) / n / (8 * 400e9 / 8)
+    extra = float(post["step_time_s"][0] - pre["step_time_s"][0])
+    assert bound <= extra <= 2 * bound, (extra, bound)
+    assert float(pre["time_s_zero3_comm"][0]) < 0.1 * bound      # prefetched: hidden under compute
+
+
+def test_backward_prefetch_bad_value_names_field_value_and_allowed():
+    sc = copy.deepcopy(CASES[0][1])
+    sc["parallelism"]["backward_prefetch"] = "sideways"
+    with pytest.raises(ScenarioError) as e:
+        explore.evaluate(sc)
+    msg = str(e.value)
+    assert "parallelism.backward_prefetch" in msg and "'sideways'" in msg and "'pre', 'post'" in msg
