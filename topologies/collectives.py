@@ -15,6 +15,8 @@ bandwidth broadcast, reduction and scan", Parallel Computing 35(12), 2009
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from hwmodels.select import where
 
@@ -211,13 +213,119 @@ def nccl_protocol_s(simple_s, low_latency_s, pipeline_s):
     return np.minimum(np.asarray(simple_s, dtype=float) + pipeline_s, low_latency_s)
 
 
+class NcclTuning(NamedTuple):
+    """NCCL's own tuning constants (hwmodels/catalog/collectives.toml ``tuning_*``, from
+    NVIDIA/nccl:src/graph/tuning.cc): rows [tree, ring], columns [LL, LL128, Simple], seconds."""
+    base_s: tuple
+    nvlink_s: tuple
+    net_s: tuple
+    net_overhead_s: float
+    nvls_tree_s: tuple             # (NVLink, per network tree level)
+    ll_max_bps: tuple              # LL bus-bandwidth cap at 2 nodes, >= 3 nodes (bits/s)
+    tree_correction_ll: np.ndarray
+    tree_correction_ll128: np.ndarray
+
+
+def _size_index(size_bytes):
+    """Index of NCCL's per-size tables: floor(log2(S / 64)) (tuning.cc ``log2i(nBytes >> 6)``)."""
+    return np.floor(np.log2(np.maximum(np.asarray(size_bytes, dtype=float) / 64.0, 1.0))).astype(np.intp)
+
+
+def _table(idx, table):
+    table = np.asarray(table, dtype=float)
+    return np.where(idx < table.size, table[np.minimum(idx, table.size - 1)], 1.0)
+
+
+def nccl_choice_terms(n, nodes, bus_bw_bps, tree_bus_bps, all_reduce, tuning, plateau, tree_factor,
+                      correction, nvls=None):
+    """The size-independent part of NCCL's own time estimates (NVIDIA/nccl:src/graph/tuning.cc
+    ncclTopoTuneModel), per group, for ``nccl_uses_low_latency``: the latency estimates of
+    Simple and of the low-latency protocol (LL128 inside one domain, LL across) by ring and (for
+    an all-reduce) tree and NVLS tree, and the low-latency bandwidth factors. Per algorithm and
+    protocol p: latency = base[p] + steps x per-step latency[p] (ring: the intra-node steps of a
+    multi-node ring at max(NVLink latency, net overhead, x 3 for Simple), the network steps at
+    the net latency, the tree's with one rank per node; a multi-node Simple ring all-reduce x
+    ``plateau``; tree: 2((ppn - 1) intra + log2(nodes) net); NVLS tree: NVLink + 2 log2(nodes)
+    net); bandwidth factor relative to Simple: ring LL min(llMaxBw / busBw, 1/2), LL128 0.92;
+    tree LL min(1/3.8, llMaxBw / tree busBw), LL128 7/9 on one node, each with its protocol's
+    tree correction in place of Simple's (``ratio``, indexed by [across domains, size index])."""
+    n = np.asarray(n, dtype=float)
+    nodes = np.maximum(np.asarray(nodes, dtype=float), 1.0)
+    multi = nodes > 1
+    m = multi.astype(float)
+    (bt_ll, bt_128, bt_s), (br_ll, br_128, br_s) = tuning.base_s
+    (vt_ll, vt_128, vt_s), (vr_ll, vr_128, vr_s) = tuning.nvlink_s
+    (nt_ll, _, nt_s), (nr_ll, _, nr_s) = tuning.net_s
+    over = tuning.net_overhead_s
+    steps = ring_steps(n, all_reduce)
+    net = ring_steps(nodes, all_reduce)
+    intra = steps - net
+    one = n <= nodes               # one rank per node: the ring's network steps at the tree's latency
+    net_s = nr_s if nt_s == nr_s else where(one, nt_s, nr_s)
+    net_ll = nr_ll if nt_ll == nr_ll else where(one, nt_ll, nr_ll)
+    vs = max(vr_s, 3.0 * over)
+    ring_s = br_s + intra * (vr_s if vs == vr_s else vr_s + (vs - vr_s) * m) + net * net_s
+    if all_reduce:
+        ring_s = ring_s * (1.0 + (plateau - 1.0) * m)
+    ring_l = where(multi, br_ll + intra * max(vr_ll, over) + net * net_ll, br_128 + steps * vr_128)
+    ll_max = np.where(nodes > 2, tuning.ll_max_bps[1], tuning.ll_max_bps[0])
+    terms = {"ring_s": ring_s, "ring_l": ring_l,
+             "ring_g": where(multi, 1.0 / np.minimum(ll_max / np.asarray(bus_bw_bps, dtype=float), 0.5), 1.0 / 0.92)}
+    if all_reduce:
+        ppn1 = n / nodes - 1.0
+        lvl = np.log2(nodes)
+        terms["tree_s"] = bt_s + 2.0 * (ppn1 * vt_s + lvl * nt_s)
+        terms["tree_l"] = bt_128 + (bt_ll - bt_128) * m + 2.0 * (ppn1 * (vt_128 + (vt_ll - vt_128) * m) + lvl * nt_ll)
+        tbus = tree_factor * np.asarray(tree_bus_bps, dtype=float)
+        terms["tree_g"] = where(multi, 1.0 / np.minimum(1.0 / 3.8, ll_max / tbus), 9.0 / 7.0)
+        terms["row"] = multi.astype(np.intp) * _RATIO_COLS
+        if nvls is not None:
+            terms["nvls"] = nvls
+            terms["nvls_s"] = tuning.nvls_tree_s[0] + 2.0 * lvl * tuning.nvls_tree_s[1]
+        c = _padded(correction)
+        terms["ratio"] = np.concatenate([c / _padded(tuning.tree_correction_ll128), c / _padded(tuning.tree_correction_ll)])
+    return terms
+
+
+_RATIO_COLS = 64
+
+
+def _padded(table):
+    """A per-size-index table (``_size_index``) padded with 1 (NCCL's value beyond it) to 64 entries."""
+    t = np.ones(_RATIO_COLS)
+    table = np.asarray(table, dtype=float)
+    t[:table.size] = table
+    return t
+
+
+def nccl_uses_low_latency(terms, ring_beta_s, tree_beta_s=None, idx=None):
+    """Whether NCCL runs its low-latency protocol on a call: its own estimate of low-latency =
+    min(ring, tree) below that of Simple = min(ring, tree, NVLS tree) (tuning.cc
+    ncclTopoGetAlgoTime: latency + bytes / bandwidth, the tree with its per-size correction).
+    ``terms``: ``nccl_choice_terms`` of the group; ``ring_beta_s`` / ``tree_beta_s``: the
+    call's Simple byte times on ring / tree (the model's bus bandwidths, taken as NCCL's graph
+    bandwidth); ``idx``: ``_size_index`` of the size (all-reduce)."""
+    simple = terms["ring_s"] + ring_beta_s
+    low = terms["ring_l"] + ring_beta_s * terms["ring_g"]
+    if tree_beta_s is not None:
+        simple = np.minimum(simple, terms["tree_s"] + tree_beta_s)
+        ratio = np.take(terms["ratio"], terms["row"] + np.minimum(idx, _RATIO_COLS - 1))
+        low = np.minimum(low, terms["tree_l"] + tree_beta_s * ratio * terms["tree_g"])
+        if "nvls" in terms:
+            simple = where(terms["nvls"], np.minimum(simple, terms["nvls_s"] + tree_beta_s), simple)
+    return low < simple
+
+
 def nccl_call_s(size_bytes, n, nodes, bus_bw_bps, tree_bus_bps, lat_intra_s, lat_net_s, base_s, all_reduce,
-                plateau, tree_factor, correction, ll_fraction, pipeline_s, nvls=None, lat_nvls_s=0.0):
-    """One NCCL call, each latency and bandwidth term computed once: the faster protocol
-    (``nccl_protocol_s``) of Simple = min(ring, tree, NVLS tree where ``nvls``) + ``pipeline_s``
-    and low-latency = min(ring, tree) at ``ll_fraction`` x the bus bandwidths. Same terms as
-    ``nccl_ring_s``, ``nccl_tree_all_reduce_s`` (tree for all-reduce only) and
-    ``nvls_tree_latency_s``."""
+                plateau, tree_factor, correction, ll_fraction, pipeline_s, nvls=None, lat_nvls_s=0.0,
+                choice=None):
+    """One NCCL call, each latency and bandwidth term computed once: Simple = min(ring, tree,
+    NVLS tree where ``nvls``) + ``pipeline_s`` or low-latency = min(ring, tree) at
+    ``ll_fraction`` x the bus bandwidths. Same terms as ``nccl_ring_s``,
+    ``nccl_tree_all_reduce_s`` (tree for all-reduce only) and ``nvls_tree_latency_s``.
+    Protocol: with ``choice`` (the group's ``nccl_choice_terms``) the one NCCL's own estimates
+    make faster (``nccl_uses_low_latency``: NCCL picks by its tuning model, not by the time the
+    call then takes); without it the faster of the two (``nccl_protocol_s``)."""
     n = np.asarray(n, dtype=float)
     lat = ring_latency_s(n, nodes, lat_intra_s, lat_net_s, base_s, all_reduce)
     if all_reduce:
@@ -225,16 +333,21 @@ def nccl_call_s(size_bytes, n, nodes, bus_bw_bps, tree_bus_bps, lat_intra_s, lat
     bw = ring_steps(n, all_reduce) / n * _beta(size_bytes, bus_bw_bps)
     simple = lat + bw
     low = lat + bw / ll_fraction
+    idx = _size_index(size_bytes) if all_reduce else None
     if all_reduce:
-        tbw = 2.0 * _beta(size_bytes, tree_factor * np.asarray(tree_bus_bps, dtype=float)
-                          * tree_correction(size_bytes, correction))
+        tbw = 2.0 * _beta(size_bytes, tree_factor * np.asarray(tree_bus_bps, dtype=float) * _table(idx, correction))
         tlat = tree_latency_s(n, nodes, lat_intra_s, lat_net_s, base_s)
         simple = np.minimum(simple, tlat + tbw)
         low = np.minimum(low, tlat + tbw / ll_fraction)
         if nvls is not None:       # NVLS algorithms run the Simple protocol only (tuning.cc)
             simple = where(nvls, np.minimum(simple, nvls_tree_latency_s(nodes, lat_nvls_s, lat_net_s, base_s) + tbw),
                            simple)
-    return where(n > 1, nccl_protocol_s(simple, low, pipeline_s), 0.0)
+    if choice is None:
+        t = nccl_protocol_s(simple, low, pipeline_s)
+    else:
+        use_low = nccl_uses_low_latency(choice, bw, tbw if all_reduce else None, idx)
+        t = where(use_low, low, simple + pipeline_s)
+    return where(n > 1, t, 0.0)
 
 
 def bus_bandwidth_gbs(kind, size_bytes, n, time_s):

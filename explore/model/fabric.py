@@ -64,6 +64,12 @@ class Fabric:
         self.ll_intra = float(lib["low_latency_bandwidth_fraction_intra"])
         self.ll_net = float(lib["low_latency_bandwidth_fraction_net"])
         self.nvls_lat = float(lib["nvls_latency_s"])
+        self.tuning = coll.NcclTuning(
+            tuple(map(tuple, lib["tuning_base_latency_s"])), tuple(map(tuple, lib["tuning_nvlink_latency_s"])),
+            tuple(map(tuple, lib["tuning_net_latency_s"])), float(lib["tuning_net_overhead_s"]),
+            tuple(lib["tuning_nvls_tree_latency_s"]), tuple(8e9 * b for b in lib["tuning_ll_max_bandwidth_gbs"]),
+            np.asarray(lib["tuning_tree_correction_ll"], dtype=float),
+            np.asarray(lib["tuning_tree_correction_ll128"], dtype=float))
         self.su_bw = s.su_bandwidth_bps * c.link_efficiency
         self.su_lat = s.su_latency_s
         self.nvls = np.asarray(s.su_in_switch_reduction, dtype=float) > 0
@@ -89,6 +95,18 @@ class Fabric:
         self._cache[key] = (stride, n, (inner, outer, bus, tree_bus))
         return inner, outer, bus, tree_bus
 
+    def _choice(self, stride, n, outer, bus, tree_bus, all_reduce, nvls):
+        # NCCL's protocol-choice terms of a group (topologies.collectives.nccl_choice_terms),
+        # computed once per group and collective kind (a group is asked for several sizes)
+        key = ("choice", id(stride), id(n), bool(all_reduce))
+        hit = self._cache.get(key)
+        if hit is not None and hit[0] is stride and hit[1] is n:
+            return hit[2]
+        terms = coll.nccl_choice_terms(n, outer, bus, tree_bus, all_reduce, self.tuning, self.plateau,
+                                       self.tree_factor, self.tree_correction, nvls)
+        self._cache[key] = (stride, n, terms)
+        return terms
+
     def _torus(self, size_bytes, stride, n, all_reduce):
         inner, outer = group_span(stride, n, self.domain)
         k = 2.0 if all_reduce else 1.0
@@ -111,7 +129,7 @@ class Fabric:
         nvls = (self.nvls & (outer > 1)) if (all_reduce and self.nvls.any()) else None
         t = coll.nccl_call_s(size_bytes, n, outer, bus, tree_bus, self.su_lat, self.so_lat, self.base, all_reduce,
                              self.plateau, self.tree_factor, self.tree_correction, frac, self.pipeline,
-                             nvls, self.nvls_lat)
+                             nvls, self.nvls_lat, self._choice(stride, n, outer, bus, tree_bus, all_reduce, nvls))
         if self.place.any_torus:
             t = where(self.place.is_torus() & (outer > 1), self._torus(size_bytes, stride, n, all_reduce), t)
         return where(n > 1, t, 0.0)
