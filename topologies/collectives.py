@@ -221,7 +221,7 @@ class NcclTuning(NamedTuple):
     net_s: tuple
     net_overhead_s: float
     nvls_tree_s: tuple             # (NVLink, per network tree level)
-    ll_max_bps: tuple              # LL bus-bandwidth cap at 2 nodes, >= 3 nodes (bits/s)
+    ll_max_bps: tuple              # LL bus-bandwidth cap on 1 node, 2 nodes, >= 3 nodes (bits/s)
     tree_correction_ll: np.ndarray
     tree_correction_ll128: np.ndarray
 
@@ -236,19 +236,19 @@ def _table(idx, table):
     return np.where(idx < table.size, table[np.minimum(idx, table.size - 1)], 1.0)
 
 
-def nccl_choice_terms(n, nodes, bus_bw_bps, tree_bus_bps, all_reduce, tuning, plateau, tree_factor,
-                      correction, nvls=None):
+def nccl_choice_terms(n, nodes, bus_bw_bps, tree_bus_bps, all_reduce, tuning, plateau, correction, nvls=None):
     """The size-independent part of NCCL's own time estimates (NVIDIA/nccl:src/graph/tuning.cc
-    ncclTopoTuneModel), per group, for ``nccl_uses_low_latency``: the latency estimates of
-    Simple and of the low-latency protocol (LL128 inside one domain, LL across) by ring and (for
-    an all-reduce) tree and NVLS tree, and the low-latency bandwidth factors. Per algorithm and
-    protocol p: latency = base[p] + steps x per-step latency[p] (ring: the intra-node steps of a
-    multi-node ring at max(NVLink latency, net overhead, x 3 for Simple), the network steps at
-    the net latency, the tree's with one rank per node; a multi-node Simple ring all-reduce x
-    ``plateau``; tree: 2((ppn - 1) intra + log2(nodes) net); NVLS tree: NVLink + 2 log2(nodes)
-    net); bandwidth factor relative to Simple: ring LL min(llMaxBw / busBw, 1/2), LL128 0.92;
-    tree LL min(1/3.8, llMaxBw / tree busBw), LL128 7/9 on one node, each with its protocol's
-    tree correction in place of Simple's (``ratio``, indexed by [across domains, size index])."""
+    ncclTopoTuneModel), per group, for ``nccl_uses_low_latency``: latency estimates of Simple
+    and of the low-latency protocols (LL; LL128 inside one domain only, as the model runs it) by
+    ring and (for an all-reduce) tree and NVLS tree, and the low-latency bandwidth factors.
+    Per algorithm and protocol p: latency = base[p] + steps x per-step latency[p] (ring: the
+    intra-node steps of a multi-node ring at max(NVLink latency, net overhead, x 3 for Simple),
+    the network steps at the net latency, the tree's with one rank per node; a multi-node
+    Simple ring all-reduce x ``plateau``; tree: 2((ppn - 1) intra + log2(nodes) net); NVLS
+    tree: NVLink + 2 log2(nodes) net); bandwidth relative to Simple's (``*_g``, inverse): ring
+    LL min(llMaxBw / busBw, 1/2), LL128 0.92; tree LL min(1/3.8, llMaxBw / tree busBw), LL128
+    7/9 on one node, each with its protocol's tree correction in place of Simple's
+    (``ratio_*``, by size index)."""
     n = np.asarray(n, dtype=float)
     nodes = np.maximum(np.asarray(nodes, dtype=float), 1.0)
     multi = nodes > 1
@@ -263,27 +263,28 @@ def nccl_choice_terms(n, nodes, bus_bw_bps, tree_bus_bps, all_reduce, tuning, pl
     one = n <= nodes               # one rank per node: the ring's network steps at the tree's latency
     net_s = nr_s if nt_s == nr_s else where(one, nt_s, nr_s)
     net_ll = nr_ll if nt_ll == nr_ll else where(one, nt_ll, nr_ll)
-    vs = max(vr_s, 3.0 * over)
+    vs, vl = max(vr_s, 3.0 * over), max(vr_ll, over)
     ring_s = br_s + intra * (vr_s if vs == vr_s else vr_s + (vs - vr_s) * m) + net * net_s
     if all_reduce:
         ring_s = ring_s * (1.0 + (plateau - 1.0) * m)
-    ring_l = where(multi, br_ll + intra * max(vr_ll, over) + net * net_ll, br_128 + steps * vr_128)
-    ll_max = np.where(nodes > 2, tuning.ll_max_bps[1], tuning.ll_max_bps[0])
-    terms = {"ring_s": ring_s, "ring_l": ring_l,
-             "ring_g": where(multi, 1.0 / np.minimum(ll_max / np.asarray(bus_bw_bps, dtype=float), 0.5), 1.0 / 0.92)}
+    ll_max = np.where(nodes > 2, tuning.ll_max_bps[2], np.where(multi, tuning.ll_max_bps[1], tuning.ll_max_bps[0]))
+    terms = {"ring_s": ring_s,
+             "ring_ll": br_ll + intra * (vr_ll if vl == vr_ll else vr_ll + (vl - vr_ll) * m) + net * net_ll,
+             "ring_ll_g": 1.0 / np.minimum(ll_max / np.asarray(bus_bw_bps, dtype=float), 0.5),
+             "ring_128": where(multi, np.inf, br_128 + steps * vr_128)}
     if all_reduce:
         ppn1 = n / nodes - 1.0
         lvl = np.log2(nodes)
         terms["tree_s"] = bt_s + 2.0 * (ppn1 * vt_s + lvl * nt_s)
-        terms["tree_l"] = bt_128 + (bt_ll - bt_128) * m + 2.0 * (ppn1 * (vt_128 + (vt_ll - vt_128) * m) + lvl * nt_ll)
-        tbus = tree_factor * np.asarray(tree_bus_bps, dtype=float)
-        terms["tree_g"] = where(multi, 1.0 / np.minimum(1.0 / 3.8, ll_max / tbus), 9.0 / 7.0)
-        terms["row"] = multi.astype(np.intp) * _RATIO_COLS
+        terms["tree_ll"] = bt_ll + 2.0 * (ppn1 * vt_ll + lvl * nt_ll)
+        terms["tree_ll_g"] = 1.0 / np.minimum(1.0 / 3.8, ll_max / np.asarray(tree_bus_bps, dtype=float))
+        terms["tree_128"] = where(multi, np.inf, bt_128 + 2.0 * ppn1 * vt_128)
         if nvls is not None:
             terms["nvls"] = nvls
             terms["nvls_s"] = tuning.nvls_tree_s[0] + 2.0 * lvl * tuning.nvls_tree_s[1]
         c = _padded(correction)
-        terms["ratio"] = np.concatenate([c / _padded(tuning.tree_correction_ll128), c / _padded(tuning.tree_correction_ll)])
+        terms["ratio_ll"] = c / _padded(tuning.tree_correction_ll)
+        terms["ratio_128"] = c / _padded(tuning.tree_correction_ll128) * (9.0 / 7.0)
     return terms
 
 
@@ -299,18 +300,21 @@ def _padded(table):
 
 
 def nccl_uses_low_latency(terms, ring_beta_s, tree_beta_s=None, idx=None):
-    """Whether NCCL runs its low-latency protocol on a call: its own estimate of low-latency =
-    min(ring, tree) below that of Simple = min(ring, tree, NVLS tree) (tuning.cc
-    ncclTopoGetAlgoTime: latency + bytes / bandwidth, the tree with its per-size correction).
-    ``terms``: ``nccl_choice_terms`` of the group; ``ring_beta_s`` / ``tree_beta_s``: the
-    call's Simple byte times on ring / tree (the model's bus bandwidths, taken as NCCL's graph
-    bandwidth); ``idx``: ``_size_index`` of the size (all-reduce)."""
+    """Whether NCCL runs a low-latency protocol on a call: its own estimate of low-latency =
+    min over LL (and LL128 inside one domain) of ring and tree below that of Simple = min(ring,
+    tree, NVLS tree) (tuning.cc ncclTopoGetAlgoTime: latency + bytes / bandwidth, the tree with
+    its per-size correction). ``terms``: ``nccl_choice_terms`` of the group; ``ring_beta_s`` /
+    ``tree_beta_s``: the call's Simple byte times on ring / tree (the model's bus bandwidths,
+    taken as NCCL's graph bandwidth); ``idx``: ``_size_index`` of the size (all-reduce)."""
     simple = terms["ring_s"] + ring_beta_s
-    low = terms["ring_l"] + ring_beta_s * terms["ring_g"]
+    low = np.minimum(terms["ring_ll"] + ring_beta_s * terms["ring_ll_g"],
+                     terms["ring_128"] + ring_beta_s * (1.0 / 0.92))
     if tree_beta_s is not None:
         simple = np.minimum(simple, terms["tree_s"] + tree_beta_s)
-        ratio = np.take(terms["ratio"], terms["row"] + np.minimum(idx, _RATIO_COLS - 1))
-        low = np.minimum(low, terms["tree_l"] + tree_beta_s * ratio * terms["tree_g"])
+        i = np.minimum(idx, _RATIO_COLS - 1)
+        low = np.minimum(low, np.minimum(
+            terms["tree_ll"] + tree_beta_s * np.take(terms["ratio_ll"], i) * terms["tree_ll_g"],
+            terms["tree_128"] + tree_beta_s * np.take(terms["ratio_128"], i)))
         if "nvls" in terms:
             simple = where(terms["nvls"], np.minimum(simple, terms["nvls_s"] + tree_beta_s), simple)
     return low < simple

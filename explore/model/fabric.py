@@ -102,8 +102,8 @@ class Fabric:
         hit = self._cache.get(key)
         if hit is not None and hit[0] is stride and hit[1] is n:
             return hit[2]
-        terms = coll.nccl_choice_terms(n, outer, bus, tree_bus, all_reduce, self.tuning, self.plateau,
-                                       self.tree_factor, self.tree_correction, nvls)
+        terms = coll.nccl_choice_terms(n, outer, bus, self.tree_factor * tree_bus, all_reduce, self.tuning,
+                                       self.plateau, self.tree_correction, nvls)
         self._cache[key] = (stride, n, terms)
         return terms
 
