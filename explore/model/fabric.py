@@ -12,10 +12,12 @@ constants in ``hwmodels/catalog/collectives.toml``):
 * latency: a base per call plus one scale-up latency per intra-domain step and one
   network latency per network step (ring), or per tree level (tree); the tree's bandwidth
   carries NCCL's size-dependent correction factor;
-* protocol: the faster of NCCL's Simple protocol (the ring/tree above plus a per-call
-  pipeline time, ``simple_pipeline_s``) and its low-latency protocol (the ring with the same
-  latencies at a fraction of the bus bandwidth: LL128 inside a domain, LL across domains);
-  ``topologies.collectives.nccl_protocol_s``;
+* protocol: NCCL's Simple protocol (the ring/tree above plus a per-call pipeline time,
+  ``simple_pipeline_s``) or its low-latency protocol (the ring with the same latencies at a
+  fraction of the bus bandwidth: LL128 inside a domain, LL across domains), whichever NCCL's
+  own tuning estimates make faster (tuning.cc constants ``tuning_*``;
+  ``topologies.collectives.nccl_choice_terms`` once per group, ``nccl_uses_low_latency`` per
+  call), not whichever the model makes faster;
 * an all-reduce across domains of a scale-up with in-switch reduction may also run NCCL's
   NVLS tree: one switch reduction per domain (``nvls_latency_s``) instead of the tree's chain
   through the domain's ranks, then the tree across domains;
@@ -25,8 +27,9 @@ constants in ``hwmodels/catalog/collectives.toml``):
   <= 2 nodes).
 
 On torus families the scale-out part runs dimension by dimension (fastest first) on the torus rings
-(``Placement.outer_reduce_scatter``) after a reduce-scatter inside the domain, with the same
-protocol choice as a flat call (Simple with its per-call pipeline time, or low-latency).
+(``Placement.outer_reduce_scatter``) after a reduce-scatter inside the domain, on the faster of
+Simple (with its per-call pipeline time) and low-latency (``nccl_protocol_s``; NCCL's own
+estimate is not applied to the torus path).
 ``calls`` splits a buffer into that many collectives (buckets, layers), each paying
 its latency.
 """
