@@ -238,7 +238,7 @@ def _table(idx, table):
 
 def nccl_choice_terms(n, nodes, bus_bw_bps, tree_bus_bps, all_reduce, tuning, plateau, correction, nvls=None):
     """The size-independent part of NCCL's own time estimates (NVIDIA/nccl:src/graph/tuning.cc
-    ncclTopoTuneModel), per group, for ``nccl_uses_low_latency``: latency estimates of Simple
+    ncclTopoTuneModel), per group, for ``nccl_low_latency_excess_s``: latency estimates of Simple
     and of the low-latency protocols (LL; LL128 inside one domain only, as the model runs it) by
     ring and (for an all-reduce) tree and NVLS tree, and the low-latency bandwidth factors.
     Per algorithm and protocol p: latency = base[p] + steps x per-step latency[p] (ring: the
@@ -299,25 +299,33 @@ def _padded(table):
     return t
 
 
-def nccl_uses_low_latency(terms, ring_beta_s, tree_beta_s=None, idx=None):
-    """Whether NCCL runs a low-latency protocol on a call: its own estimate of low-latency =
-    min over LL (and LL128 inside one domain) of ring and tree below that of Simple = min(ring,
-    tree, NVLS tree) (tuning.cc ncclTopoGetAlgoTime: latency + bytes / bandwidth, the tree with
-    its per-size correction). ``terms``: ``nccl_choice_terms`` of the group; ``ring_beta_s`` /
-    ``tree_beta_s``: the call's Simple byte times on ring / tree (the model's bus bandwidths,
-    taken as NCCL's graph bandwidth); ``idx``: ``_size_index`` of the size (all-reduce)."""
-    simple = terms["ring_s"] + ring_beta_s
+def nccl_low_latency_excess_s(terms, ring_beta_s, tree_beta_s=None, idx=None, ll_fraction=1.0):
+    """NCCL's own estimate of the low-latency protocol's time minus that of Simple (tuning.cc
+    ncclTopoGetAlgoTime: latency + bytes / bandwidth, the tree with its per-size correction):
+    low-latency = min over LL (and LL128 inside one domain) of ring and tree, Simple = min(ring,
+    tree, NVLS tree); NCCL runs the low-latency protocol where this is negative. ``terms``:
+    ``nccl_choice_terms`` of the group; ``ring_beta_s`` / ``tree_beta_s``: the call's Simple byte
+    times on ring / tree (the model's bus bandwidths, taken as NCCL's graph bandwidth); ``idx``:
+    ``_size_index`` of the size (all-reduce). Returns the excess against the ring, and for an
+    all-reduce also against the tree: Simple's byte time on the other algorithm taken at most
+    the low-latency byte time of this one (the model's, at ``ll_fraction``), so that the model's
+    low-latency time of an algorithm plus its excess never falls as a bandwidth falls."""
     low = np.minimum(terms["ring_ll"] + ring_beta_s * terms["ring_ll_g"],
                      terms["ring_128"] + ring_beta_s * (1.0 / 0.92))
-    if tree_beta_s is not None:
-        simple = np.minimum(simple, terms["tree_s"] + tree_beta_s)
-        i = np.minimum(idx, _RATIO_COLS - 1)
-        low = np.minimum(low, np.minimum(
-            terms["tree_ll"] + tree_beta_s * np.take(terms["ratio_ll"], i) * terms["tree_ll_g"],
-            terms["tree_128"] + tree_beta_s * np.take(terms["ratio_128"], i)))
-        if "nvls" in terms:
-            simple = where(terms["nvls"], np.minimum(simple, terms["nvls_s"] + tree_beta_s), simple)
-    return low < simple
+    if tree_beta_s is None:
+        return low - (terms["ring_s"] + ring_beta_s)
+    i = np.minimum(idx, _RATIO_COLS - 1)
+    low = np.minimum(low, np.minimum(
+        terms["tree_ll"] + tree_beta_s * np.take(terms["ratio_ll"], i) * terms["tree_ll_g"],
+        terms["tree_128"] + tree_beta_s * np.take(terms["ratio_128"], i)))
+    tree_lat = terms["tree_s"]
+    if "nvls" in terms:
+        tree_lat = where(terms["nvls"], np.minimum(tree_lat, terms["nvls_s"]), tree_lat)
+    ring_low_beta = ring_beta_s / ll_fraction
+    tree_low_beta = tree_beta_s / ll_fraction
+    on_ring = low - np.minimum(terms["ring_s"] + ring_beta_s, tree_lat + np.minimum(tree_beta_s, ring_low_beta))
+    on_tree = low - np.minimum(terms["ring_s"] + np.minimum(ring_beta_s, tree_low_beta), tree_lat + tree_beta_s)
+    return on_ring, on_tree
 
 
 def nccl_call_s(size_bytes, n, nodes, bus_bw_bps, tree_bus_bps, lat_intra_s, lat_net_s, base_s, all_reduce,
@@ -327,9 +335,15 @@ def nccl_call_s(size_bytes, n, nodes, bus_bw_bps, tree_bus_bps, lat_intra_s, lat
     NVLS tree where ``nvls``) + ``pipeline_s`` or low-latency = min(ring, tree) at
     ``ll_fraction`` x the bus bandwidths. Same terms as ``nccl_ring_s``,
     ``nccl_tree_all_reduce_s`` (tree for all-reduce only) and ``nvls_tree_latency_s``.
-    Protocol: with ``choice`` (the group's ``nccl_choice_terms``) the one NCCL's own estimates
-    make faster (``nccl_uses_low_latency``: NCCL picks by its tuning model, not by the time the
-    call then takes); without it the faster of the two (``nccl_protocol_s``)."""
+    Protocol: without ``choice`` the faster of the two (``nccl_protocol_s``); with ``choice``
+    (the group's ``nccl_choice_terms``) NCCL's own preference as well: NCCL picks by its tuning
+    estimates, not by the time the call then takes, so where they rank the low-latency protocol
+    slower than Simple by e (``nccl_low_latency_excess_s`` > 0, per algorithm), the low-latency
+    time is charged e more: min(ring low-latency + max(e_ring, 0), tree low-latency +
+    max(e_tree, 0), Simple + ``pipeline_s``). Where NCCL's preference for Simple is clear this is
+    Simple (NCCL's choice); near NCCL's switch-over it moves continuously, and it never rises with
+    a bus bandwidth: e grows as a bandwidth rises by at most what Simple's byte time falls, which
+    is at most what the same algorithm's low-latency byte time falls."""
     n = np.asarray(n, dtype=float)
     lat = ring_latency_s(n, nodes, lat_intra_s, lat_net_s, base_s, all_reduce)
     if all_reduce:
@@ -342,15 +356,18 @@ def nccl_call_s(size_bytes, n, nodes, bus_bw_bps, tree_bus_bps, lat_intra_s, lat
         tbw = 2.0 * _beta(size_bytes, tree_factor * np.asarray(tree_bus_bps, dtype=float) * _table(idx, correction))
         tlat = tree_latency_s(n, nodes, lat_intra_s, lat_net_s, base_s)
         simple = np.minimum(simple, tlat + tbw)
-        low = np.minimum(low, tlat + tbw / ll_fraction)
+        low_tree = tlat + tbw / ll_fraction
         if nvls is not None:       # NVLS algorithms run the Simple protocol only (tuning.cc)
             simple = where(nvls, np.minimum(simple, nvls_tree_latency_s(nodes, lat_nvls_s, lat_net_s, base_s) + tbw),
                            simple)
     if choice is None:
-        t = nccl_protocol_s(simple, low, pipeline_s)
+        t = nccl_protocol_s(simple, np.minimum(low, low_tree) if all_reduce else low, pipeline_s)
+    elif all_reduce:
+        on_ring, on_tree = nccl_low_latency_excess_s(choice, bw, tbw, idx, ll_fraction)
+        t = np.minimum(np.minimum(low + np.maximum(on_ring, 0.0), low_tree + np.maximum(on_tree, 0.0)),
+                       simple + pipeline_s)
     else:
-        use_low = nccl_uses_low_latency(choice, bw, tbw if all_reduce else None, idx)
-        t = where(use_low, low, simple + pipeline_s)
+        t = np.minimum(low + np.maximum(nccl_low_latency_excess_s(choice, bw), 0.0), simple + pipeline_s)
     return where(n > 1, t, 0.0)
 
 

@@ -14,10 +14,11 @@ constants in ``hwmodels/catalog/collectives.toml``):
   carries NCCL's size-dependent correction factor;
 * protocol: NCCL's Simple protocol (the ring/tree above plus a per-call pipeline time,
   ``simple_pipeline_s``) or its low-latency protocol (the ring with the same latencies at a
-  fraction of the bus bandwidth: LL128 inside a domain, LL across domains), whichever NCCL's
-  own tuning estimates make faster (tuning.cc constants ``tuning_*``;
-  ``topologies.collectives.nccl_choice_terms`` once per group, ``nccl_uses_low_latency`` per
-  call), not whichever the model makes faster;
+  fraction of the bus bandwidth: LL128 inside a domain, LL across domains), as NCCL picks them
+  by its own tuning estimates (tuning.cc constants ``tuning_*``): the faster of the two, the
+  low-latency one charged the margin by which NCCL's estimates rank it slower than Simple
+  (``topologies.collectives.nccl_choice_terms`` once per group,
+  ``nccl_low_latency_excess_s`` per call, ``nccl_call_s``);
 * an all-reduce across domains of a scale-up with in-switch reduction may also run NCCL's
   NVLS tree: one switch reduction per domain (``nvls_latency_s``) instead of the tree's chain
   through the domain's ranks, then the tree across domains;
