@@ -245,7 +245,8 @@ def nccl_choice_terms(n, nodes, bus_bw_bps, tree_bus_bps, all_reduce, tuning, pl
     intra-node steps of a multi-node ring at max(NVLink latency, net overhead, x 3 for Simple),
     the network steps at the net latency, the tree's with one rank per node; a multi-node
     Simple ring all-reduce x ``plateau``; tree: 2((ppn - 1) intra + log2(nodes) net); NVLS
-    tree: NVLink + 2 log2(nodes) net); bandwidth relative to Simple's (``*_g``, inverse): ring
+    tree: NVLink + 2 log2(nodes) net; ``tree_s`` the faster of tree and NVLS tree where
+    ``nvls``); bandwidth relative to Simple's (``*_g``, inverse): ring
     LL min(llMaxBw / busBw, 1/2), LL128 0.92; tree LL min(1/3.8, llMaxBw / tree busBw), LL128
     7/9 on one node, each with its protocol's tree correction in place of Simple's
     (``ratio_*``, by size index)."""
@@ -268,20 +269,22 @@ def nccl_choice_terms(n, nodes, bus_bw_bps, tree_bus_bps, all_reduce, tuning, pl
     if all_reduce:
         ring_s = ring_s * (1.0 + (plateau - 1.0) * m)
     ll_max = np.where(nodes > 2, tuning.ll_max_bps[2], np.where(multi, tuning.ll_max_bps[1], tuning.ll_max_bps[0]))
+    # inverse bandwidth factors: 1 / min(llMaxBw / busBw, 1/2) = max(busBw / llMaxBw, 2)
     terms = {"ring_s": ring_s,
              "ring_ll": br_ll + intra * (vr_ll if vl == vr_ll else vr_ll + (vl - vr_ll) * m) + net * net_ll,
-             "ring_ll_g": 1.0 / np.minimum(ll_max / np.asarray(bus_bw_bps, dtype=float), 0.5),
-             "ring_128": where(multi, np.inf, br_128 + steps * vr_128)}
+             "ring_ll_g": np.maximum(np.asarray(bus_bw_bps, dtype=float) / ll_max, 2.0),
+             "ring_128": None if multi.all() else where(multi, np.inf, br_128 + steps * vr_128)}
     if all_reduce:
         ppn1 = n / nodes - 1.0
         lvl = np.log2(nodes)
-        terms["tree_s"] = bt_s + 2.0 * (ppn1 * vt_s + lvl * nt_s)
+        tree_s = bt_s + 2.0 * (ppn1 * vt_s + lvl * nt_s)
         terms["tree_ll"] = bt_ll + 2.0 * (ppn1 * vt_ll + lvl * nt_ll)
-        terms["tree_ll_g"] = 1.0 / np.minimum(1.0 / 3.8, ll_max / np.asarray(tree_bus_bps, dtype=float))
-        terms["tree_128"] = where(multi, np.inf, bt_128 + 2.0 * ppn1 * vt_128)
-        if nvls is not None:
-            terms["nvls"] = nvls
-            terms["nvls_s"] = tuning.nvls_tree_s[0] + 2.0 * lvl * tuning.nvls_tree_s[1]
+        terms["tree_ll_g"] = np.maximum(np.asarray(tree_bus_bps, dtype=float) / ll_max, 3.8)
+        terms["tree_128"] = None if multi.all() else where(multi, np.inf, bt_128 + 2.0 * ppn1 * vt_128)
+        if nvls is not None:       # Simple's tree latency: tree or NVLS tree
+            tree_s = where(nvls, np.minimum(tree_s, tuning.nvls_tree_s[0] + 2.0 * lvl * tuning.nvls_tree_s[1]),
+                           tree_s)
+        terms["tree_s"] = tree_s
         c = _padded(correction)
         terms["ratio_ll"] = c / _padded(tuning.tree_correction_ll)
         terms["ratio_128"] = c / _padded(tuning.tree_correction_ll128) * (9.0 / 7.0)
@@ -310,17 +313,16 @@ def nccl_low_latency_excess_s(terms, ring_beta_s, tree_beta_s=None, idx=None, ll
     all-reduce also against the tree: Simple's byte time on the other algorithm taken at most
     the low-latency byte time of this one (the model's, at ``ll_fraction``), so that the model's
     low-latency time of an algorithm plus its excess never falls as a bandwidth falls."""
-    low = np.minimum(terms["ring_ll"] + ring_beta_s * terms["ring_ll_g"],
-                     terms["ring_128"] + ring_beta_s * (1.0 / 0.92))
+    low = terms["ring_ll"] + ring_beta_s * terms["ring_ll_g"]
+    if terms["ring_128"] is not None:
+        low = np.minimum(low, terms["ring_128"] + ring_beta_s * (1.0 / 0.92))
     if tree_beta_s is None:
         return low - (terms["ring_s"] + ring_beta_s)
     i = np.minimum(idx, _RATIO_COLS - 1)
-    low = np.minimum(low, np.minimum(
-        terms["tree_ll"] + tree_beta_s * np.take(terms["ratio_ll"], i) * terms["tree_ll_g"],
-        terms["tree_128"] + tree_beta_s * np.take(terms["ratio_128"], i)))
+    low = np.minimum(low, terms["tree_ll"] + tree_beta_s * np.take(terms["ratio_ll"], i) * terms["tree_ll_g"])
+    if terms["tree_128"] is not None:
+        low = np.minimum(low, terms["tree_128"] + tree_beta_s * np.take(terms["ratio_128"], i))
     tree_lat = terms["tree_s"]
-    if "nvls" in terms:
-        tree_lat = where(terms["nvls"], np.minimum(tree_lat, terms["nvls_s"]), tree_lat)
     ring_low_beta = ring_beta_s / ll_fraction
     tree_low_beta = tree_beta_s / ll_fraction
     on_ring = low - np.minimum(terms["ring_s"] + ring_beta_s, tree_lat + np.minimum(tree_beta_s, ring_low_beta))
