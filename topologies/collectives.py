@@ -15,6 +15,8 @@ bandwidth broadcast, reduction and scan", Parallel Computing 35(12), 2009
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from hwmodels.select import where
 
@@ -211,13 +213,139 @@ def nccl_protocol_s(simple_s, low_latency_s, pipeline_s):
     return np.minimum(np.asarray(simple_s, dtype=float) + pipeline_s, low_latency_s)
 
 
+class NcclTuning(NamedTuple):
+    """NCCL's own tuning constants (hwmodels/catalog/collectives.toml ``tuning_*``, from
+    NVIDIA/nccl:src/graph/tuning.cc): rows [tree, ring], columns [LL, LL128, Simple], seconds."""
+    base_s: tuple
+    nvlink_s: tuple
+    net_s: tuple
+    net_overhead_s: float
+    nvls_tree_s: tuple             # (NVLink, per network tree level)
+    ll_max_bps: tuple              # LL bus-bandwidth cap on 1 node, 2 nodes, >= 3 nodes (bits/s)
+    tree_correction_ll: np.ndarray
+    tree_correction_ll128: np.ndarray
+
+
+def _size_index(size_bytes):
+    """Index of NCCL's per-size tables: floor(log2(S / 64)) (tuning.cc ``log2i(nBytes >> 6)``)."""
+    return np.floor(np.log2(np.maximum(np.asarray(size_bytes, dtype=float) / 64.0, 1.0))).astype(np.intp)
+
+
+def _table(idx, table):
+    table = np.asarray(table, dtype=float)
+    return np.where(idx < table.size, table[np.minimum(idx, table.size - 1)], 1.0)
+
+
+def nccl_choice_terms(n, nodes, bus_bw_bps, tree_bus_bps, all_reduce, tuning, plateau, correction, nvls=None):
+    """The size-independent part of NCCL's own time estimates (NVIDIA/nccl:src/graph/tuning.cc
+    ncclTopoTuneModel), per group, for ``nccl_low_latency_excess_s``: latency estimates of Simple
+    and of the low-latency protocols (LL; LL128 inside one domain only, as the model runs it) by
+    ring and (for an all-reduce) tree and NVLS tree, and the low-latency bandwidth factors.
+    Per algorithm and protocol p: latency = base[p] + steps x per-step latency[p] (ring: the
+    intra-node steps of a multi-node ring at max(NVLink latency, net overhead, x 3 for Simple),
+    the network steps at the net latency, the tree's with one rank per node; a multi-node
+    Simple ring all-reduce x ``plateau``; tree: 2((ppn - 1) intra + log2(nodes) net); NVLS
+    tree: NVLink + 2 log2(nodes) net; ``tree_s`` the faster of tree and NVLS tree where
+    ``nvls``); bandwidth relative to Simple's (``*_g``, inverse): ring
+    LL min(llMaxBw / busBw, 1/2), LL128 0.92; tree LL min(1/3.8, llMaxBw / tree busBw), LL128
+    7/9 on one node, each with its protocol's tree correction in place of Simple's
+    (``ratio_*``, by size index)."""
+    n = np.asarray(n, dtype=float)
+    nodes = np.maximum(np.asarray(nodes, dtype=float), 1.0)
+    multi = nodes > 1
+    m = multi.astype(float)
+    (bt_ll, bt_128, bt_s), (br_ll, br_128, br_s) = tuning.base_s
+    (vt_ll, vt_128, vt_s), (vr_ll, vr_128, vr_s) = tuning.nvlink_s
+    (nt_ll, _, nt_s), (nr_ll, _, nr_s) = tuning.net_s
+    over = tuning.net_overhead_s
+    steps = ring_steps(n, all_reduce)
+    net = ring_steps(nodes, all_reduce)
+    intra = steps - net
+    one = n <= nodes               # one rank per node: the ring's network steps at the tree's latency
+    net_s = nr_s if nt_s == nr_s else where(one, nt_s, nr_s)
+    net_ll = nr_ll if nt_ll == nr_ll else where(one, nt_ll, nr_ll)
+    vs, vl = max(vr_s, 3.0 * over), max(vr_ll, over)
+    ring_s = br_s + intra * (vr_s if vs == vr_s else vr_s + (vs - vr_s) * m) + net * net_s
+    if all_reduce:
+        ring_s = ring_s * (1.0 + (plateau - 1.0) * m)
+    ll_max = np.where(nodes > 2, tuning.ll_max_bps[2], np.where(multi, tuning.ll_max_bps[1], tuning.ll_max_bps[0]))
+    # inverse bandwidth factors: 1 / min(llMaxBw / busBw, 1/2) = max(busBw / llMaxBw, 2)
+    terms = {"ring_s": ring_s,
+             "ring_ll": br_ll + intra * (vr_ll if vl == vr_ll else vr_ll + (vl - vr_ll) * m) + net * net_ll,
+             "ring_ll_g": np.maximum(np.asarray(bus_bw_bps, dtype=float) / ll_max, 2.0),
+             "ring_128": None if multi.all() else where(multi, np.inf, br_128 + steps * vr_128)}
+    if all_reduce:
+        ppn1 = n / nodes - 1.0
+        lvl = np.log2(nodes)
+        tree_s = bt_s + 2.0 * (ppn1 * vt_s + lvl * nt_s)
+        terms["tree_ll"] = bt_ll + 2.0 * (ppn1 * vt_ll + lvl * nt_ll)
+        terms["tree_ll_g"] = np.maximum(np.asarray(tree_bus_bps, dtype=float) / ll_max, 3.8)
+        terms["tree_128"] = None if multi.all() else where(multi, np.inf, bt_128 + 2.0 * ppn1 * vt_128)
+        if nvls is not None:       # Simple's tree latency: tree or NVLS tree
+            tree_s = where(nvls, np.minimum(tree_s, tuning.nvls_tree_s[0] + 2.0 * lvl * tuning.nvls_tree_s[1]),
+                           tree_s)
+        terms["tree_s"] = tree_s
+        c = _padded(correction)
+        terms["ratio_ll"] = c / _padded(tuning.tree_correction_ll)
+        terms["ratio_128"] = c / _padded(tuning.tree_correction_ll128) * (9.0 / 7.0)
+    return terms
+
+
+_RATIO_COLS = 64
+
+
+def _padded(table):
+    """A per-size-index table (``_size_index``) padded with 1 (NCCL's value beyond it) to 64 entries."""
+    t = np.ones(_RATIO_COLS)
+    table = np.asarray(table, dtype=float)
+    t[:table.size] = table
+    return t
+
+
+def nccl_low_latency_excess_s(terms, ring_beta_s, tree_beta_s=None, idx=None, ll_fraction=1.0):
+    """NCCL's own estimate of the low-latency protocol's time minus that of Simple (tuning.cc
+    ncclTopoGetAlgoTime: latency + bytes / bandwidth, the tree with its per-size correction):
+    low-latency = min over LL (and LL128 inside one domain) of ring and tree, Simple = min(ring,
+    tree, NVLS tree); NCCL runs the low-latency protocol where this is negative. ``terms``:
+    ``nccl_choice_terms`` of the group; ``ring_beta_s`` / ``tree_beta_s``: the call's Simple byte
+    times on ring / tree (the model's bus bandwidths, taken as NCCL's graph bandwidth); ``idx``:
+    ``_size_index`` of the size (all-reduce). Returns the excess against the ring, and for an
+    all-reduce also against the tree: Simple's byte time on the other algorithm taken at most
+    the low-latency byte time of this one (the model's, at ``ll_fraction``), so that the model's
+    low-latency time of an algorithm plus its excess never falls as a bandwidth falls."""
+    low = terms["ring_ll"] + ring_beta_s * terms["ring_ll_g"]
+    if terms["ring_128"] is not None:
+        low = np.minimum(low, terms["ring_128"] + ring_beta_s * (1.0 / 0.92))
+    if tree_beta_s is None:
+        return low - (terms["ring_s"] + ring_beta_s)
+    i = np.minimum(idx, _RATIO_COLS - 1)
+    low = np.minimum(low, terms["tree_ll"] + tree_beta_s * np.take(terms["ratio_ll"], i) * terms["tree_ll_g"])
+    if terms["tree_128"] is not None:
+        low = np.minimum(low, terms["tree_128"] + tree_beta_s * np.take(terms["ratio_128"], i))
+    tree_lat = terms["tree_s"]
+    ring_low_beta = ring_beta_s / ll_fraction
+    tree_low_beta = tree_beta_s / ll_fraction
+    on_ring = low - np.minimum(terms["ring_s"] + ring_beta_s, tree_lat + np.minimum(tree_beta_s, ring_low_beta))
+    on_tree = low - np.minimum(terms["ring_s"] + np.minimum(ring_beta_s, tree_low_beta), tree_lat + tree_beta_s)
+    return on_ring, on_tree
+
+
 def nccl_call_s(size_bytes, n, nodes, bus_bw_bps, tree_bus_bps, lat_intra_s, lat_net_s, base_s, all_reduce,
-                plateau, tree_factor, correction, ll_fraction, pipeline_s, nvls=None, lat_nvls_s=0.0):
-    """One NCCL call, each latency and bandwidth term computed once: the faster protocol
-    (``nccl_protocol_s``) of Simple = min(ring, tree, NVLS tree where ``nvls``) + ``pipeline_s``
-    and low-latency = min(ring, tree) at ``ll_fraction`` x the bus bandwidths. Same terms as
-    ``nccl_ring_s``, ``nccl_tree_all_reduce_s`` (tree for all-reduce only) and
-    ``nvls_tree_latency_s``."""
+                plateau, tree_factor, correction, ll_fraction, pipeline_s, nvls=None, lat_nvls_s=0.0,
+                choice=None):
+    """One NCCL call, each latency and bandwidth term computed once: Simple = min(ring, tree,
+    NVLS tree where ``nvls``) + ``pipeline_s`` or low-latency = min(ring, tree) at
+    ``ll_fraction`` x the bus bandwidths. Same terms as ``nccl_ring_s``,
+    ``nccl_tree_all_reduce_s`` (tree for all-reduce only) and ``nvls_tree_latency_s``.
+    Protocol: without ``choice`` the faster of the two (``nccl_protocol_s``); with ``choice``
+    (the group's ``nccl_choice_terms``) NCCL's own preference as well: NCCL picks by its tuning
+    estimates, not by the time the call then takes, so where they rank the low-latency protocol
+    slower than Simple by e (``nccl_low_latency_excess_s`` > 0, per algorithm), the low-latency
+    time is charged e more: min(ring low-latency + max(e_ring, 0), tree low-latency +
+    max(e_tree, 0), Simple + ``pipeline_s``). Where NCCL's preference for Simple is clear this is
+    Simple (NCCL's choice); near NCCL's switch-over it moves continuously, and it never rises with
+    a bus bandwidth: e grows as a bandwidth rises by at most what Simple's byte time falls, which
+    is at most what the same algorithm's low-latency byte time falls."""
     n = np.asarray(n, dtype=float)
     lat = ring_latency_s(n, nodes, lat_intra_s, lat_net_s, base_s, all_reduce)
     if all_reduce:
@@ -225,16 +353,24 @@ def nccl_call_s(size_bytes, n, nodes, bus_bw_bps, tree_bus_bps, lat_intra_s, lat
     bw = ring_steps(n, all_reduce) / n * _beta(size_bytes, bus_bw_bps)
     simple = lat + bw
     low = lat + bw / ll_fraction
+    idx = _size_index(size_bytes) if all_reduce else None
     if all_reduce:
-        tbw = 2.0 * _beta(size_bytes, tree_factor * np.asarray(tree_bus_bps, dtype=float)
-                          * tree_correction(size_bytes, correction))
+        tbw = 2.0 * _beta(size_bytes, tree_factor * np.asarray(tree_bus_bps, dtype=float) * _table(idx, correction))
         tlat = tree_latency_s(n, nodes, lat_intra_s, lat_net_s, base_s)
         simple = np.minimum(simple, tlat + tbw)
-        low = np.minimum(low, tlat + tbw / ll_fraction)
+        low_tree = tlat + tbw / ll_fraction
         if nvls is not None:       # NVLS algorithms run the Simple protocol only (tuning.cc)
             simple = where(nvls, np.minimum(simple, nvls_tree_latency_s(nodes, lat_nvls_s, lat_net_s, base_s) + tbw),
                            simple)
-    return where(n > 1, nccl_protocol_s(simple, low, pipeline_s), 0.0)
+    if choice is None:
+        t = nccl_protocol_s(simple, np.minimum(low, low_tree) if all_reduce else low, pipeline_s)
+    elif all_reduce:
+        on_ring, on_tree = nccl_low_latency_excess_s(choice, bw, tbw, idx, ll_fraction)
+        t = np.minimum(np.minimum(low + np.maximum(on_ring, 0.0), low_tree + np.maximum(on_tree, 0.0)),
+                       simple + pipeline_s)
+    else:
+        t = np.minimum(low + np.maximum(nccl_low_latency_excess_s(choice, bw), 0.0), simple + pipeline_s)
+    return where(n > 1, t, 0.0)
 
 
 def bus_bandwidth_gbs(kind, size_bytes, n, time_s):

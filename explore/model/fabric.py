@@ -12,10 +12,13 @@ constants in ``hwmodels/catalog/collectives.toml``):
 * latency: a base per call plus one scale-up latency per intra-domain step and one
   network latency per network step (ring), or per tree level (tree); the tree's bandwidth
   carries NCCL's size-dependent correction factor;
-* protocol: the faster of NCCL's Simple protocol (the ring/tree above plus a per-call
-  pipeline time, ``simple_pipeline_s``) and its low-latency protocol (the ring with the same
-  latencies at a fraction of the bus bandwidth: LL128 inside a domain, LL across domains);
-  ``topologies.collectives.nccl_protocol_s``;
+* protocol: NCCL's Simple protocol (the ring/tree above plus a per-call pipeline time,
+  ``simple_pipeline_s``) or its low-latency protocol (the ring with the same latencies at a
+  fraction of the bus bandwidth: LL128 inside a domain, LL across domains), as NCCL picks them
+  by its own tuning estimates (tuning.cc constants ``tuning_*``): the faster of the two, the
+  low-latency one charged the margin by which NCCL's estimates rank it slower than Simple
+  (``topologies.collectives.nccl_choice_terms`` once per group,
+  ``nccl_low_latency_excess_s`` per call, ``nccl_call_s``);
 * an all-reduce across domains of a scale-up with in-switch reduction may also run NCCL's
   NVLS tree: one switch reduction per domain (``nvls_latency_s``) instead of the tree's chain
   through the domain's ranks, then the tree across domains;
@@ -25,8 +28,9 @@ constants in ``hwmodels/catalog/collectives.toml``):
   <= 2 nodes).
 
 On torus families the scale-out part runs dimension by dimension (fastest first) on the torus rings
-(``Placement.outer_reduce_scatter``) after a reduce-scatter inside the domain, with the same
-protocol choice as a flat call (Simple with its per-call pipeline time, or low-latency).
+(``Placement.outer_reduce_scatter``) after a reduce-scatter inside the domain, on the faster of
+Simple (with its per-call pipeline time) and low-latency (``nccl_protocol_s``; NCCL's own
+estimate is not applied to the torus path).
 ``calls`` splits a buffer into that many collectives (buckets, layers), each paying
 its latency.
 """
@@ -65,6 +69,12 @@ class Fabric:
         self.ll_net = float(lib["low_latency_bandwidth_fraction_net"])
         self.nvls_lat = float(lib["nvls_latency_s"])
         self.list_rank_s = float(lib["list_collective_per_rank_s"])
+        self.tuning = coll.NcclTuning(
+            tuple(map(tuple, lib["tuning_base_latency_s"])), tuple(map(tuple, lib["tuning_nvlink_latency_s"])),
+            tuple(map(tuple, lib["tuning_net_latency_s"])), float(lib["tuning_net_overhead_s"]),
+            tuple(lib["tuning_nvls_tree_latency_s"]), tuple(8e9 * b for b in lib["tuning_ll_max_bandwidth_gbs"]),
+            np.asarray(lib["tuning_tree_correction_ll"], dtype=float),
+            np.asarray(lib["tuning_tree_correction_ll128"], dtype=float))
         self.su_bw = s.su_bandwidth_bps * c.link_efficiency
         self.su_lat = s.su_latency_s
         self.nvls = np.asarray(s.su_in_switch_reduction, dtype=float) > 0
@@ -90,6 +100,18 @@ class Fabric:
         self._cache[key] = (stride, n, (inner, outer, bus, tree_bus))
         return inner, outer, bus, tree_bus
 
+    def _choice(self, stride, n, outer, bus, tree_bus, all_reduce, nvls):
+        # NCCL's protocol-choice terms of a group (topologies.collectives.nccl_choice_terms),
+        # computed once per group and collective kind (a group is asked for several sizes)
+        key = ("choice", id(stride), id(n), bool(all_reduce))
+        hit = self._cache.get(key)
+        if hit is not None and hit[0] is stride and hit[1] is n:
+            return hit[2]
+        terms = coll.nccl_choice_terms(n, outer, bus, self.tree_factor * tree_bus, all_reduce, self.tuning,
+                                       self.plateau, self.tree_correction, nvls)
+        self._cache[key] = (stride, n, terms)
+        return terms
+
     def _torus(self, size_bytes, stride, n, all_reduce):
         inner, outer = group_span(stride, n, self.domain)
         k = 2.0 if all_reduce else 1.0
@@ -112,7 +134,7 @@ class Fabric:
         nvls = (self.nvls & (outer > 1)) if (all_reduce and self.nvls.any()) else None
         t = coll.nccl_call_s(size_bytes, n, outer, bus, tree_bus, self.su_lat, self.so_lat, self.base, all_reduce,
                              self.plateau, self.tree_factor, self.tree_correction, frac, self.pipeline,
-                             nvls, self.nvls_lat)
+                             nvls, self.nvls_lat, self._choice(stride, n, outer, bus, tree_bus, all_reduce, nvls))
         if self.place.any_torus:
             t = where(self.place.is_torus() & (outer > 1), self._torus(size_bytes, stride, n, all_reduce), t)
         return where(n > 1, t, 0.0)

@@ -55,3 +55,43 @@ def test_tree_all_reduce_bandwidth_term_divides_by_the_correction():
     corrected = nccl_tree_all_reduce_s(*args, correction=[0.7] * 23)
     assert corrected == pytest.approx(plain / 0.7)
     assert plain == pytest.approx(2 * 2.0 ** 22 * 8 / 1e12)
+
+
+def test_nccl_protocol_preference_never_slows_a_call_as_bandwidth_rises():
+    """NCCL picks its protocol by its own estimates (tuning.cc), which can leave LL for Simple as
+    the bus bandwidth rises (LL's estimate is capped at llMaxBw). Charged as a hard switch that
+    made a call slower with more bandwidth; charged as the margin of NCCL's estimates
+    (topologies.collectives.nccl_call_s with ``choice``) a call's time never rises with bandwidth.
+    Checked on a dense bandwidth sweep against the plain monotone property (no formula restated)."""
+    import numpy as np
+    from topologies import collectives as coll
+    from explore.model.fabric import library
+    lib = library()
+    tun = coll.NcclTuning(tuple(map(tuple, lib["tuning_base_latency_s"])),
+                          tuple(map(tuple, lib["tuning_nvlink_latency_s"])),
+                          tuple(map(tuple, lib["tuning_net_latency_s"])), float(lib["tuning_net_overhead_s"]),
+                          tuple(lib["tuning_nvls_tree_latency_s"]),
+                          tuple(8e9 * b for b in lib["tuning_ll_max_bandwidth_gbs"]),
+                          np.asarray(lib["tuning_tree_correction_ll"]), np.asarray(lib["tuning_tree_correction_ll128"]))
+    corr = np.asarray(lib["tree_correction"])
+    bus = np.geomspace(1e9, 1e14, 3000)
+    hard_rises = 0
+    for ar in (False, True):
+        for n, nodes in ((8, 1), (32, 4), (16, 16), (256, 32), (24, 3)):
+            for size in 2.0 ** np.arange(12, 34, 3):
+                nd = np.array(float(nodes))
+                frac = 0.5 if nodes > 1 else 0.92
+                nvls = np.array(True) if (ar and nodes > 1) else None
+                terms = coll.nccl_choice_terms(np.array(float(n)), nd, bus, 0.92 * bus, ar, tun,
+                                               lib["ring_latency_plateau"], corr, nvls)
+                t = coll.nccl_call_s(size, np.array(float(n)), nd, bus, bus, 3e-6, 5e-6, lib["base_latency_s"], ar,
+                                     lib["ring_latency_plateau"], 0.92, corr, frac, lib["simple_pipeline_s"], nvls,
+                                     lib["nvls_latency_s"], terms)
+                assert np.all(np.diff(t) <= 1e-12 * t[:-1]), (ar, n, nodes, size)
+                plain = coll.nccl_call_s(size, np.array(float(n)), nd, bus, bus, 3e-6, 5e-6, lib["base_latency_s"],
+                                         ar, lib["ring_latency_plateau"], 0.92, corr, frac, lib["simple_pipeline_s"],
+                                         nvls, lib["nvls_latency_s"])
+                assert np.all(t >= plain * (1 - 1e-12))     # NCCL's preference never makes a call faster
+                ex = coll.nccl_low_latency_excess_s(terms, 1.0 / bus * size * 8)
+                hard_rises += int(np.any(np.diff(np.where(np.ravel(ex) < 0, 0.0, 1.0)) > 0))
+    assert hard_rises > 0       # NCCL's estimate does switch to Simple as bandwidth rises somewhere

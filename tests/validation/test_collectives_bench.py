@@ -4,28 +4,26 @@
 The two link efficiencies in explore/model/calibration.py are two of these measurements (not
 fitted on training runs), and so is the Simple protocol's per-call pipeline time
 (hwmodels/catalog/collectives.toml simple_pipeline_s, fitted on these points); this test checks
-the whole per-call model (protocol and ring/tree/NVLS-tree choice, NCCL's latency and
-tree-correction constants, bus bandwidth of the slowest hop) against every published figure,
-1 MiB to 10 GiB, 8 to 40 GPUs (no published text figure beyond 40 GPUs with its hardware
-stated was found).
+the whole per-call model (NCCL's protocol choice by its own tuning estimates, ring/tree/NVLS-tree
+choice, NCCL's latency and tree-correction constants, bus bandwidth of the slowest hop) against
+every published figure, 1 MiB to 32 GiB, 8 to 512 GPUs (mid-size figures only up to 40 GPUs: no
+published text figure at 1 MiB-1 GiB beyond 40 GPUs with its hardware stated was found).
 
 Rule for the 15 % assertion (stated once; README "Collective model against the published
-nccl-tests figures" gives every error):
+nccl-tests figures" gives every error): 48 of the 56 points are within 15 %, 24 of the 32 from
+1 MiB to 1 GiB (``test_counts_within_15_percent``). The others, each asserted in direction and
+bound (a regression guard in either direction):
 
-* within 15 %: every point from 1 GiB up (the two-node H100 ones through NCCL's NVLS tree,
-  which crosses the network once per byte on two nodes), every 1 MiB point, and 6 of the 13
-  mid-size points (4-256 MiB: four-node H100 all-reduce 4/16/64 MiB, all-gather 64 MiB, one-node
-  A100 256 MiB; 22 of the 30 points in all);
-* ``OPTIMISTIC``: the 7 other mid-size points. In five of them the measured curve ramps up more
-  slowly than the low-latency protocol the model picks (LL128 at 0.92 or LL at 0.5 of the bus
-  bandwidth): one-node A100 4/16/64 MiB +21/+43/+18 % and four-node H100 all-gather 4/16 MiB
-  +48/+15.4 %. The other two, four-node H100 all-reduce and all-gather at 256 MiB (+15.3/+17 %),
-  sit in a dip of the measured curves, where the bus bandwidth added per byte from 64 to 256 MiB
-  is below that from 256 MiB to 1 GiB. NCCL's channel count per call and the Simple chunk
-  pipeline were tested and move none of the seven (README "Channel count and chunk pipeline").
-  The seven are asserted in direction and bound: never pessimistic and at most +50 %, a
-  regression guard set from these points (the worst is +47.5 %), so a regression in either
-  direction fails;
+* ``OPTIMISTIC`` (6, at most +45 %; the worst is +43.2 %): the one-node A100 4 / 16 MiB points
+  (+21 / +43 %: NCCL's own estimate runs them on LL128, as the model does, and the measured curve
+  ramps up more slowly than LL128 at 0.92 of the bus bandwidth), and four four-node H100 points
+  in steps of the measured curves that a latency + size / bandwidth model cannot follow:
+  all-reduce 8 MiB (+15.3 %), 256 MiB (+15.3 %), all-gather 128 MiB (+32.6 %: the time doubles
+  from 64 to 128 MiB) and 256 MiB (+17.1 %);
+* ``PESSIMISTIC`` (1, at most -40 %): the four-node H100 all-reduce at 1 MiB (-36.9 %): NCCL's own
+  estimate (tuning.cc constants) picks Simple there (its NVLS tree, 122 us, against 178 us for
+  LL), so the model charges Simple with its per-call pipeline time (147 us); the measured curve
+  (92 us at 1 MiB, 155 us at 2 MiB) shows NCCL switching protocol between 1 and 2 MiB instead;
 * the three-node 128 MiB point: 20 % (-18.5 %; its 'peak' is 10 % above the two-node 4 GiB
   figure of the same system class).
 """
@@ -43,10 +41,12 @@ from topologies.collectives import bus_bandwidth_gbs
 
 ROWS = list(csv.DictReader(open(Path(__file__).parent / "collective_bench.csv")))
 OPTIMISTIC = {"azure_ndv4_a100_1node_allreduce_4m", "azure_ndv4_a100_1node_allreduce_16m",
-              "azure_ndv4_a100_1node_allreduce_67m", "vp_h100_4node_allreduce_256m",
-              "vp_h100_4node_allgather_4m", "vp_h100_4node_allgather_16m", "vp_h100_4node_allgather_256m"}
-OPTIMISTIC_BOUND = 0.50
-TOLERANCE = {r["bench_id"]: 0.15 for r in ROWS if r["bench_id"] not in OPTIMISTIC}
+              "vp_h100_4node_allreduce_8m", "vp_h100_4node_allreduce_256m",
+              "vp_h100_4node_allgather_128m", "vp_h100_4node_allgather_256m"}
+OPTIMISTIC_BOUND = 0.45
+PESSIMISTIC = {"vp_h100_4node_allreduce_1m"}
+PESSIMISTIC_BOUND = 0.40
+TOLERANCE = {r["bench_id"]: 0.15 for r in ROWS if r["bench_id"] not in OPTIMISTIC | PESSIMISTIC}
 TOLERANCE["ncclt119_a100_3node_allreduce"] = 0.20
 
 
@@ -75,9 +75,9 @@ def modelled_busbw(row, size=None):
 def test_every_row_is_asserted_by_exactly_one_rule():
     ids = [r["bench_id"] for r in ROWS]
     assert len(ids) == len(set(ids))
-    assert OPTIMISTIC <= set(ids)
+    assert OPTIMISTIC | PESSIMISTIC <= set(ids)
     for i in ids:
-        assert (i in TOLERANCE) + (i in OPTIMISTIC) == 1, i
+        assert (i in TOLERANCE) + (i in OPTIMISTIC) + (i in PESSIMISTIC) == 1, i
 
 
 def test_bench_covers_sizes_collectives_and_scale():
@@ -102,6 +102,32 @@ def test_two_node_nvls_tree_crosses_the_network_once():
 def test_mid_size_points_are_optimistic_within_bound(row):
     got, want = modelled_busbw(row), float(row["busbw_gbs"])
     assert want < got <= (1 + OPTIMISTIC_BOUND) * want, f"{got:.1f} vs {want:.1f} GB/s"
+
+
+@pytest.mark.parametrize("row", [r for r in ROWS if r["bench_id"] in PESSIMISTIC], ids=lambda r: r["bench_id"])
+def test_pessimistic_points_within_bound(row):
+    got, want = modelled_busbw(row), float(row["busbw_gbs"])
+    assert (1 - PESSIMISTIC_BOUND) * want <= got < want, f"{got:.1f} vs {want:.1f} GB/s"
+
+
+def test_counts_within_15_percent():
+    """48 of 56 points within 15 %; 24 of the 32 from 1 MiB to 1 GiB (20 of 32 with the faster of
+    the two protocols instead of NCCL's own choice)."""
+    err = {r["bench_id"]: modelled_busbw(r) / float(r["busbw_gbs"]) - 1 for r in ROWS}
+    band = [r["bench_id"] for r in ROWS if 2 ** 20 <= float(r["message_bytes"]) <= 2 ** 30]
+    assert sum(abs(e) <= 0.15 for e in err.values()) >= 48
+    assert sum(abs(err[i]) <= 0.15 for i in band) >= 24 and len(band) == 32
+
+
+def test_protocol_switch_where_the_measured_all_gather_jumps():
+    """Four-node H100 all-gather (Voltage Park log in collective_bench.csv): 110.75 us at 2 MiB,
+    193.2 us at 4 MiB: NCCL leaves LL for Simple between the two (its own estimate: LL ring
+    142 us vs Simple 152 us at 2 MiB, 242 vs 157 us at 4 MiB). The model's call time jumps there
+    too (x 1.5 or more), rather than growing by the 2 MiB of bytes at the bus bandwidth."""
+    row = next(r for r in ROWS if r["bench_id"] == "vp_h100_4node_allgather_1m")
+    t = {m: m * 2 ** 20 * 31 / 32 / (modelled_busbw(row, m * 2 ** 20) * 1e9) for m in (2, 4)}
+    assert t[4] > 1.5 * t[2]
+    assert t[2] == pytest.approx(110.75e-6, rel=0.15) and t[4] == pytest.approx(193.2e-6, rel=0.15)
 
 
 @pytest.mark.parametrize("row", [r for r in ROWS if r["bench_id"] in TOLERANCE], ids=lambda r: r["bench_id"])
