@@ -114,7 +114,11 @@ class Placement:
             r = span_devices / leaf_devices
             off_leaf = np.where(r >= 1.0, 1.0 - 0.5 / np.maximum(r, 1.0), 0.5 * r)
             off_leaf = np.where(self.devices <= leaf_devices, 0.0, off_leaf)   # one leaf: nothing leaves
-            return self._by_family(self.bw / np.maximum(1.0, self.o * off_leaf), rail_local, ports, p2p)
+            # rail-optimized: PXN moves each message over the scale-up links to the local GPU on the
+            # destination's rail (NCCL_PXN_DISABLE=0, NCCL >= 2.12), so any group whose nodes fit
+            # under one rail leaf runs at full rate, whatever its stride
+            pxn_local = np.ceil(span_devices / self.domain) <= self.leaf_down
+            return self._by_family(self.bw / np.maximum(1.0, self.o * off_leaf), pxn_local, ports, p2p)
         return self._by_family(where(in_leaf, self.bw, cross), in_leaf | rail_local, ports, p2p)
 
     def _by_family(self, ft, rail_ok, ports, p2p):

@@ -86,8 +86,49 @@ class Fabric:
         bus = where(outer > 1, np.minimum(self.su_bw, inner * net), self.su_bw)
         # NVLS tree on two domains: each byte crosses the network once (twice on a tree/ring)
         tree_bus = where(self.nvls & (outer == 2), np.minimum(self.su_bw, 2.0 * inner * net), bus)
-        self._cache[key] = (stride, n, (inner, outer, bus, tree_bus))
-        return inner, outer, bus, tree_bus
+        self._cache[key] = (stride, n, (inner, outer, bus, tree_bus, net))
+        return inner, outer, bus, tree_bus, net
+
+    def _split_trees(self, t, size_bytes, n, inner, outer, net):
+        """``t`` (one all-reduce per design), or faster where the tree of a smaller scale-up domain
+        is: each domain split into 2, 4, ... parts of whole ranks, every part a node of its own on
+        the network (as NCCL_HOSTID per part gives), its chain shorter, its network levels more and
+        its tree bandwidth min(scale-up, part x network share). A domain twice as large thereby
+        keeps every tree (and NVLS tree) the smaller one had. Computed only for the designs where
+        a split could be faster than ``t``: at least one more network level and at most the
+        bandwidth of a domain halved."""
+        top = float(np.max(inner, initial=1.0))
+        if top < 2.0:
+            return t
+        nv = self.nvls & (outer == 1)            # two halves of one domain: the NVLS tree's x2
+        bus1 = np.minimum(self.su_bw, where(nv, 2.0, 1.0) * inner / 2.0 * net)
+        best = (self.base + 2.0 * (np.log2(outer) + 1.0) * self.so_lat
+                + 2.0 * coll._beta(size_bytes, self.tree_factor * bus1))
+        idx = np.flatnonzero((inner >= 2.0) & (best < t))
+        if idx.size == 0:
+            return t
+        shape = np.shape(t)
+        pick = lambda a: np.broadcast_to(np.asarray(a, dtype=float), shape).reshape(-1)[idx]  # noqa: E731
+        size, n_i, inner_i, outer_i, net_i, su_bw = (pick(a) for a in (size_bytes, n, inner, outer, net, self.su_bw))
+        nvls = np.broadcast_to(self.nvls, shape).reshape(-1)[idx] if self.nvls.any() else None
+        lat = dict(lat_intra_s=pick(self.su_lat), lat_net_s=pick(self.so_lat), base_s=self.base)
+        frac = pick(self.ll_net)
+        sub = np.full(idx.size, np.inf)
+        j = 1
+        while 2.0 ** j <= float(np.max(inner_i)):
+            part = inner_i / 2.0 ** j
+            ok = (part >= 1.0) & (np.mod(part, 1.0) == 0.0)
+            nodes = where(ok, outer_i * 2.0 ** j, outer_i)
+            x2 = (nvls & (nodes == 2)) if nvls is not None else False
+            bus = np.minimum(su_bw, where(x2, 2.0, 1.0) * part * net_i)
+            tj = coll.nccl_tree_s(size, n_i, nodes, bus, tree_factor=self.tree_factor, correction=self.tree_correction,
+                                  ll_fraction=frac, pipeline_s=self.pipeline, nvls=nvls, lat_nvls_s=self.nvls_lat, **lat)
+            sub = np.minimum(sub, where(ok, tj, np.inf))
+            j += 1
+        out = np.array(np.broadcast_to(t, shape), dtype=float)
+        flat = out.reshape(-1)
+        flat[idx] = np.minimum(flat[idx], sub)
+        return out
 
     def _torus(self, size_bytes, stride, n, all_reduce):
         inner, outer = group_span(stride, n, self.domain)
@@ -102,7 +143,7 @@ class Fabric:
         return self.base + coll.nccl_protocol_s(t(1.0, 1.0), t(self.ll_intra, self.ll_net), self.pipeline)
 
     def _call(self, size_bytes, stride, n, all_reduce):
-        inner, outer, bus, tree_bus = self._bus(stride, n)
+        inner, outer, bus, tree_bus, net = self._bus(stride, n)
         n = np.asarray(n, dtype=float)
         # protocol: Simple (ring / tree / NVLS tree + its per-call pipeline time) or the
         # low-latency one (same latencies at a fraction of the bus bandwidth: LL128 inside a
@@ -112,6 +153,8 @@ class Fabric:
         t = coll.nccl_call_s(size_bytes, n, outer, bus, tree_bus, self.su_lat, self.so_lat, self.base, all_reduce,
                              self.plateau, self.tree_factor, self.tree_correction, frac, self.pipeline,
                              nvls, self.nvls_lat)
+        if all_reduce:
+            t = self._split_trees(t, size_bytes, n, inner, outer, net)
         if self.place.any_torus:
             t = where(self.place.is_torus() & (outer > 1), self._torus(size_bytes, stride, n, all_reduce), t)
         return where(n > 1, t, 0.0)
