@@ -147,14 +147,24 @@ class Placement:
     # ------------------------------------------------------------------ collectives (outer part)
     def outer_reduce_scatter(self, shard_bytes, stride, outer, bandwidth_fraction=1.0):
         """``bandwidth_fraction``: of every link's rate (a low-latency protocol's)."""
-        t_sw = coll.ring_reduce_scatter_s(shard_bytes, outer, bandwidth_fraction * self.switched_bw(stride, outer),
-                                          self.lat)
+        beta, alpha = self.outer_reduce_scatter_parts(shard_bytes, stride, outer)
+        return beta / bandwidth_fraction + alpha
+
+    def outer_reduce_scatter_parts(self, shard_bytes, stride, outer):
+        """(bandwidth term, latency term) of ``outer_reduce_scatter`` at the links' full rate: a
+        fraction f of every link's rate takes bandwidth / f + latency (the torus dimensions keep
+        their order, all slowed alike)."""
+        outer = np.asarray(outer, dtype=float)
+        alpha = where(outer > 1, (outer - 1.0) * self.lat, 0.0)
+        beta = coll.ring_reduce_scatter_s(shard_bytes, outer, self.switched_bw(stride, outer), 0.0)
         if not self.any_torus:
-            return t_sw
+            return beta, alpha
         node_stride = np.maximum(np.asarray(stride, dtype=float) / self.domain, 1.0)
         ns, bws = self.torus_rings(node_stride, outer)
-        t_torus = coll.torus_reduce_scatter_s(shard_bytes, ns, [bandwidth_fraction * b for b in bws], self.lat)
-        return where(self.is_torus(), t_torus, t_sw)
+        torus = self.is_torus()
+        beta = where(torus, coll.torus_reduce_scatter_s(shard_bytes, ns, bws, 0.0), beta)
+        alpha = where(torus, sum(np.maximum(n - 1.0, 0.0) for n in ns) * self.lat, alpha)
+        return beta, alpha
 
     def outer_all_reduce(self, shard_bytes, stride, outer):
         t_sw = coll.all_reduce_s(shard_bytes, outer, self.switched_bw(stride, outer), self.lat)

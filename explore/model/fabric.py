@@ -32,6 +32,8 @@ its latency.
 """
 from __future__ import annotations
 
+from dataclasses import fields, replace
+
 import numpy as np
 from hwmodels.select import where
 
@@ -73,6 +75,12 @@ class Fabric:
         self.place = Placement(s.network, s.su_size, s.so_bandwidth_bps, s.so_latency_s,
                                s.nics_per_device, s.nic_bandwidth_bps, c.scale_out_link_efficiency,
                                s.oversubscription, s.switch_radix, s.devices)
+        # torus / OCS designs: the same calls on the domain split into 2, 4, ... parts (each with its
+        # own torus shape or circuit plan, explore.model.system.sub_domain_networks); every call
+        # takes the fastest, so a larger domain keeps what a smaller one had
+        self.designs = s.designs
+        self.subs = [(idx, Fabric(_designs(replace(s, su_size=size, network=net, sub_domains=()), idx, s.designs), c))
+                     for idx, size, net in s.sub_domains]
 
     # ------------------------------------------------------------------ one call
     def _bus(self, stride, n):
@@ -135,14 +143,32 @@ class Fabric:
         k = 2.0 if all_reduce else 1.0
         shard = np.asarray(size_bytes, dtype=float) / inner
 
-        def t(f_in, f_out):
-            return k * (coll.ring_reduce_scatter_s(size_bytes, inner, f_in * self.su_bw, self.su_lat)
-                        + self.place.outer_reduce_scatter(shard, stride, outer, f_out))
+        b_in = coll.ring_reduce_scatter_s(size_bytes, inner, self.su_bw, 0.0)
+        a_in = where(inner > 1, (inner - 1.0) * self.su_lat, 0.0)
+        b_out, a_out = self.place.outer_reduce_scatter_parts(shard, stride, outer)
+
+        def t(f_in, f_out):      # at a fraction of each link's rate
+            return k * (b_in / f_in + a_in + b_out / f_out + a_out)
         # the same protocol choice as a flat call (nccl_protocol_s): Simple pays its per-call
         # pipeline time, the low-latency protocol a fraction of each link's rate
         return self.base + coll.nccl_protocol_s(t(1.0, 1.0), t(self.ll_intra, self.ll_net), self.pipeline)
 
+    def _best(self, t, method, *args):
+        """``t`` or, for the designs a split of the domain applies to, the faster of it and the
+        split's (``self.subs``: only those designs' rows are evaluated)."""
+        if not self.subs:
+            return t
+        out = np.array(np.broadcast_to(t, (self.designs,)), dtype=float)
+        for idx, sub in self.subs:
+            rows = [_rows(a, idx, self.designs) for a in args]
+            out[idx] = np.minimum(out[idx], np.broadcast_to(getattr(sub, method)(*rows), idx.shape))
+        return out
+
     def _call(self, size_bytes, stride, n, all_reduce):
+        return self._best(self._own_call(size_bytes, stride, n, all_reduce), "_own_call",
+                          size_bytes, stride, n, all_reduce)
+
+    def _own_call(self, size_bytes, stride, n, all_reduce):
         inner, outer, bus, tree_bus, net = self._bus(stride, n)
         n = np.asarray(n, dtype=float)
         # protocol: Simple (ring / tree / NVLS tree + its per-call pipeline time) or the
@@ -187,9 +213,38 @@ class Fabric:
 
     def all_to_all(self, size_bytes, stride, n, out_fraction=None, messages=1.0):
         """Issue 11: MoE dispatch/combine on the fabric it crosses (topologies/alltoall.py)."""
+        return self._best(self._own_all_to_all(size_bytes, stride, n, out_fraction, messages), "_own_all_to_all",
+                          size_bytes, stride, n, out_fraction, messages)
+
+    def _own_all_to_all(self, size_bytes, stride, n, out_fraction, messages):
         return a2a.all_to_all_s(self.place, self.su_bw, self.su_lat, size_bytes, stride, n, out_fraction, messages)
 
     def p2p(self, size_bytes, stride):
+        return self._best(self._own_p2p(size_bytes, stride), "_own_p2p", size_bytes, stride)
+
+    def _own_p2p(self, size_bytes, stride):
         cross = stride >= self.domain
         return where(cross, self.place.p2p(size_bytes, stride),
                         coll.p2p_s(size_bytes, self.su_bw, self.su_lat))
+
+
+def _rows(a, idx, designs):
+    """Argument ``a`` of a per-design call for the designs ``idx`` only (scalars, flags and
+    arrays of one value as they are)."""
+    if a is None or isinstance(a, (bool, str)) or np.ndim(a) == 0 or np.size(a) == 1:
+        return a
+    return np.broadcast_to(np.asarray(a), (designs,))[idx]
+
+
+def _designs(s: SystemSpec, idx, designs):
+    """``s`` (and its network) for the designs ``idx`` only: every per-design array indexed."""
+    def cut(obj):
+        kw = {}
+        for f in fields(obj):
+            a = getattr(obj, f.name)
+            if isinstance(a, tuple):
+                kw[f.name] = tuple(_rows(x, idx, designs) for x in a)
+            elif isinstance(a, np.ndarray) and a.ndim == 1 and a.size == designs and designs > 1:
+                kw[f.name] = a[idx]
+        return replace(obj, **kw)
+    return replace(cut(s), network=cut(s.network), designs=idx.size)
