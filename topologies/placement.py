@@ -7,7 +7,9 @@ links; the ``outer`` domains it spans use the scale-out family:
 * fat-tree: full rate over the oversubscription o, unless the group's
   endpoints fit under one leaf (k o / (1 + o) ports), where o does not apply.
 * rail-optimized: as fat-tree, but a group of same-rank GPUs (stride a multiple
-  of the domain) only needs one rail leaf per ``leaf_down`` servers.
+  of the domain) only needs one rail leaf per ``leaf_down`` servers; an all-to-all
+  reaches every rail over the scale-up links (PXN), so any group whose servers fit
+  under one rail leaf does.
 * dragonfly: full rate inside one group (p a endpoints), else
   ``dragonfly.cross_group_factor`` of it.
 * torus, ocs-torus: a multi-dimensional ring collective over the dimensions

@@ -27,17 +27,24 @@ constants in ``hwmodels/catalog/collectives.toml``):
 On torus families the scale-out part runs dimension by dimension (fastest first) on the torus rings
 (``Placement.outer_reduce_scatter``) after a reduce-scatter inside the domain, with the same
 protocol choice as a flat call (Simple with its per-call pipeline time, or low-latency).
+A domain twice as large keeps what the smaller one had (issue 10, the scale-up property tests):
+an all-reduce also has the trees of the domain split into 2, 4, ... parts, each part a node of
+its own on the network (``_split_trees``); on torus, ocs-torus and ocs-reconfigurable designs
+every call takes the fastest of the domain and its splits, each with its own torus shape or
+circuit plan (``explore.model.system.sub_domain_networks``, evaluated on those designs only).
+
 ``calls`` splits a buffer into that many collectives (buckets, layers), each paying
 its latency.
 """
 from __future__ import annotations
 
-from dataclasses import fields, replace
+from dataclasses import replace
 
 import numpy as np
 from hwmodels.select import where
 
 from explore.model import calibration as cal
+from explore.model.cardinality import take
 from explore.model.system import SystemSpec
 from hwmodels.parts import get_part
 from topologies import alltoall as a2a
@@ -78,9 +85,17 @@ class Fabric:
         # torus / OCS designs: the same calls on the domain split into 2, 4, ... parts (each with its
         # own torus shape or circuit plan, explore.model.system.sub_domain_networks); every call
         # takes the fastest, so a larger domain keeps what a smaller one had
-        self.designs = s.designs
-        self.subs = [(idx, Fabric(_designs(replace(s, su_size=size, network=net, sub_domains=()), idx, s.designs), c))
-                     for idx, size, net in s.sub_domains]
+        self.subs = []
+        for size, net in s.sub_domains:
+            split = np.asarray(size) != np.asarray(s.su_size)
+            if not split.any():
+                continue
+            sub = replace(s, su_size=size, network=net, sub_domains=())
+            if split.size == 1:                  # every design splits (or only one design)
+                self.subs.append((None, None, Fabric(sub, c)))
+            else:                                # only the designs that split: their rows
+                idx = np.flatnonzero(split)
+                self.subs.append((idx, split.size, Fabric(take(sub, idx), take(c, idx) if _per_design(c) else c)))
 
     # ------------------------------------------------------------------ one call
     def _bus(self, stride, n):
@@ -156,13 +171,14 @@ class Fabric:
     def _best(self, t, method, *args):
         """``t`` or, for the designs a split of the domain applies to, the faster of it and the
         split's (``self.subs``: only those designs' rows are evaluated)."""
-        if not self.subs:
-            return t
-        out = np.array(np.broadcast_to(t, (self.designs,)), dtype=float)
-        for idx, sub in self.subs:
-            rows = [_rows(a, idx, self.designs) for a in args]
-            out[idx] = np.minimum(out[idx], np.broadcast_to(getattr(sub, method)(*rows), idx.shape))
-        return out
+        for idx, n, sub in self.subs:
+            if idx is None:
+                t = np.minimum(t, getattr(sub, method)(*args))
+                continue
+            t = np.array(np.broadcast_to(t, (n,)), dtype=float)
+            rows = [_rows(a, idx, n) for a in args]
+            t[idx] = np.minimum(t[idx], np.broadcast_to(getattr(sub, method)(*rows), idx.shape))
+        return t
 
     def _call(self, size_bytes, stride, n, all_reduce):
         return self._best(self._own_call(size_bytes, stride, n, all_reduce), "_own_call",
@@ -236,15 +252,7 @@ def _rows(a, idx, designs):
     return np.broadcast_to(np.asarray(a), (designs,))[idx]
 
 
-def _designs(s: SystemSpec, idx, designs):
-    """``s`` (and its network) for the designs ``idx`` only: every per-design array indexed."""
-    def cut(obj):
-        kw = {}
-        for f in fields(obj):
-            a = getattr(obj, f.name)
-            if isinstance(a, tuple):
-                kw[f.name] = tuple(_rows(x, idx, designs) for x in a)
-            elif isinstance(a, np.ndarray) and a.ndim == 1 and a.size == designs and designs > 1:
-                kw[f.name] = a[idx]
-        return replace(obj, **kw)
-    return replace(cut(s), network=cut(s.network), designs=idx.size)
+def _per_design(c) -> bool:
+    """Whether a calibration holds per-design arrays (uncertainty samples) to index with the designs."""
+    from dataclasses import fields as dc_fields
+    return any(np.size(getattr(c, f.name)) > 1 for f in dc_fields(c))

@@ -60,8 +60,7 @@ class SystemSpec:
     interruptions_given: np.ndarray = False      # issue 11: an all-cause rate per device was given explicitly
     matmul_peak_fraction: np.ndarray = 1.0       # measured max achievable matmul FLOP/s / dense peak
     su_in_switch_reduction: np.ndarray = 0.0     # 1: the scale-up switch reduces (NVLink SHARP), 0: no
-    designs: int = 0                             # number of designs (the arrays' full length)
-    sub_domains: tuple = ()                      # (designs, size, NetworkSpec) per split of the domain (sub_domain_networks)
+    sub_domains: tuple = ()                      # (size, NetworkSpec) per split of the domain (sub_domain_networks)
 
 
 def accelerator_arrays(r) -> dict[str, np.ndarray]:
@@ -227,8 +226,7 @@ def build_system(r) -> SystemSpec:
     kw["su_in_switch_reduction"] = in_switch_reduction(v["system.scale_up.link"])
     network = network_spec(r)
     return SystemSpec(**{k: fit(a, n, float) for k, a in kw.items()},
-                      accelerator_parts=parts, network=network, designs=n,
-                      sub_domains=sub_domain_networks(r, network))
+                      accelerator_parts=parts, network=network, sub_domains=sub_domain_networks(r, network))
 
 
 def _scale_up_switches(r, su_bw, su_pw, su_cost):
@@ -249,8 +247,7 @@ def _scale_up_switches(r, su_bw, su_pw, su_cost):
 def sub_domain_networks(r, network):
     """The scale-out network of each design of a torus, ocs-torus or ocs-reconfigurable family as
     its scale-up domains would have it split into 2, 4, ... parts (down to one device each, as
-    long as the parts are whole): ((indices of the designs that split, part size, NetworkSpec),
-    ...), empty when no design has
+    long as the parts are whole): ((part size, NetworkSpec), ...), empty when no design has
     these families. A domain of 2k devices can run as two of k (scale-up links where the smaller
     domains had a network hop between them; ports, NICs and circuits the same per device), so
     its collectives take the fastest of these configurations (``explore.model.fabric.Fabric``)
@@ -271,7 +268,7 @@ def sub_domain_networks(r, network):
         ok = on & (part >= 1.0) & (np.mod(part, 1.0) == 0.0)
         if ok.any():
             part = np.where(ok, part, su)
-            out.append((np.flatnonzero(ok), part, network_spec(r, su=part)))
+            out.append((part, network_spec(r, su=part)))
         k += 1
     return tuple(out)
 
