@@ -158,15 +158,18 @@ class Placement:
         their order, all slowed alike)."""
         outer = np.asarray(outer, dtype=float)
         alpha = where(outer > 1, (outer - 1.0) * self.lat, 0.0)
-        beta = coll.ring_reduce_scatter_s(shard_bytes, outer, self.switched_bw(stride, outer), 0.0)
-        if not self.any_torus:
-            return beta, alpha
+        torus = self.is_torus()
+        if not torus.all():
+            beta = coll.ring_reduce_scatter_s(shard_bytes, outer, self.switched_bw(stride, outer), 0.0)
+            if not self.any_torus:
+                return beta, alpha
         node_stride = np.maximum(np.asarray(stride, dtype=float) / self.domain, 1.0)
         ns, bws = self.torus_rings(node_stride, outer)
-        torus = self.is_torus()
-        beta = where(torus, coll.torus_reduce_scatter_s(shard_bytes, ns, bws, 0.0), beta)
-        alpha = where(torus, sum(np.maximum(n - 1.0, 0.0) for n in ns) * self.lat, alpha)
-        return beta, alpha
+        t_beta = coll.torus_reduce_scatter_s(shard_bytes, ns, bws, 0.0)
+        t_alpha = sum(np.maximum(n - 1.0, 0.0) for n in ns) * self.lat
+        if torus.all():                          # every design a torus: no switched ring to compute
+            return t_beta, t_alpha
+        return where(torus, t_beta, beta), where(torus, t_alpha, alpha)
 
     def outer_all_reduce(self, shard_bytes, stride, outer):
         t_sw = coll.all_reduce_s(shard_bytes, outer, self.switched_bw(stride, outer), self.lat)

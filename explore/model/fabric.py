@@ -85,17 +85,22 @@ class Fabric:
         # torus / OCS designs: the same calls on the domain split into 2, 4, ... parts (each with its
         # own torus shape or circuit plan, explore.model.system.sub_domain_networks); every call
         # takes the fastest, so a larger domain keeps what a smaller one had
+        # (a torus and a circuit design apart: each sub-fabric computes one family's paths)
         self.subs = []
+        torus = np.asarray(self.place.is_torus())
         for size, net in s.sub_domains:
             split = np.asarray(size) != np.asarray(s.su_size)
-            if not split.any():
-                continue
             sub = replace(s, su_size=size, network=net, sub_domains=())
-            if split.size == 1:                  # every design splits (or only one design)
-                self.subs.append((None, None, Fabric(sub, c)))
-            else:                                # only the designs that split: their rows
-                idx = np.flatnonzero(split)
-                self.subs.append((idx, split.size, Fabric(take(sub, idx), take(c, idx) if _per_design(c) else c)))
+            if split.size == 1 and torus.size == 1:          # one design, or all alike
+                if split.any():
+                    self.subs.append((None, None, Fabric(sub, c)))
+                continue
+            n = max(split.size, torus.size)
+            split = np.broadcast_to(split, (n,))
+            for rows in (split & np.broadcast_to(torus, (n,)), split & ~np.broadcast_to(torus, (n,))):
+                idx = np.flatnonzero(rows)               # only the designs that split: their rows
+                if idx.size:
+                    self.subs.append((idx, n, Fabric(take(sub, idx), take(c, idx) if _per_design(c) else c)))
 
     # ------------------------------------------------------------------ one call
     def _bus(self, stride, n):
