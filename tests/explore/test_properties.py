@@ -126,8 +126,9 @@ def test_batch_equals_one_at_a_time(scs):
 # all of this class): fat-tree with oversubscription > 1 going from less than one NIC per device
 # to twice that. At a fixed switch radix a leaf holds leaf_down / min(nics, 1) devices, so twice
 # the NICs halve the devices under a leaf, and a pipeline pair or a gradient ring that fit one
-# leaf crosses the oversubscribed uplinks (up to 8 % slower; a worst-leaf count of the crossing
-# streams agrees, so the model is not pessimistic there). NIC_EXCEPTION is that class.
+# leaf crosses the oversubscribed uplinks (up to 8 % slower; counting the worst leaf's crossing
+# pipeline streams gives 0.22 of a NIC each where the model gives 0.40, so the model is not
+# pessimistic there). NIC_EXCEPTION is that class.
 # --------------------------------------------------------------------------------------------
 import pytest  # noqa: E402
 from hypothesis import example  # noqa: E402
