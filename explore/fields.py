@@ -197,7 +197,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
                         doc="link technology of every network link end (copper only within reach)"),
         "transceiver": Field("id", None, catalog="switches",
                              doc="fixed module power/cost for optical link ends; default: the optics link budget"),
-        "torus_x": Field("int", None, lo=1, doc="torus dimensions in scale-up nodes; default: near-cubic"),
+        "torus_x": Field("int", None, lo=1, doc="torus dimensions in scale-up nodes; default: near-cubic, and every call also tries the near-cubic shape of the domain split in 2, 4, ... parts"),
         "torus_y": Field("int", None, lo=1),
         "torus_z": Field("int", None, lo=1),
         "cube_dim": Field("int", 4, lo=1, doc="ocs-torus: nodes per cube edge (TPU v4: 4)"),

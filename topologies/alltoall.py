@@ -14,7 +14,8 @@ the network family (the ratio of the bisection time to the injection time):
 * fat-tree / rail-optimized / dragonfly: the per-rank rate the group gets in
   ``Placement.switched_bw`` (the off-leaf share 1 - q of the bytes at 1/o when oversubscribed; the
   dragonfly's global-link share across groups). Rail-optimized networks reach
-  other rails through the scale-up domain (PXN), so a2a is treated like a fat-tree.
+  other rails through the scale-up domain (PXN): a group whose nodes fit under one
+  rail leaf runs at full rate, whatever its stride; a larger one as on a fat-tree.
 * torus / ocs-torus: on a ring of k nodes every node sends S/k to each node over
   shortest paths (ties split over both directions); the busiest link direction
   carries S k / 8, which at B / (2 D) per direction (D active dimensions share the

@@ -373,6 +373,21 @@ def nccl_call_s(size_bytes, n, nodes, bus_bw_bps, tree_bus_bps, lat_intra_s, lat
     return where(n > 1, t, 0.0)
 
 
+def nccl_tree_s(size_bytes, n, nodes, tree_bus_bps, lat_intra_s, lat_net_s, base_s, tree_factor, correction,
+                ll_fraction, pipeline_s, nvls=None, lat_nvls_s=0.0):
+    """An all-reduce by NCCL's double binary tree alone (and its NVLS tree where ``nvls`` and
+    nodes > 1), with the faster protocol (``nccl_protocol_s``): the tree terms of ``nccl_call_s``."""
+    n = np.asarray(n, dtype=float)
+    tbw = 2.0 * _beta(size_bytes, tree_factor * np.asarray(tree_bus_bps, dtype=float)
+                      * tree_correction(size_bytes, correction))
+    tlat = tree_latency_s(n, nodes, lat_intra_s, lat_net_s, base_s)
+    simple, low = tlat + tbw, tlat + tbw / ll_fraction
+    if nvls is not None:
+        simple = where(nvls & (np.asarray(nodes) > 1),
+                       np.minimum(simple, nvls_tree_latency_s(nodes, lat_nvls_s, lat_net_s, base_s) + tbw), simple)
+    return where(n > 1, nccl_protocol_s(simple, low, pipeline_s), 0.0)
+
+
 def bus_bandwidth_gbs(kind, size_bytes, n, time_s):
     """nccl-tests bus bandwidth (GB/s) of a measured or modelled time: algbw x steps/n."""
     n = np.asarray(n, dtype=float)

@@ -7,7 +7,9 @@ links; the ``outer`` domains it spans use the scale-out family:
 * fat-tree: full rate over the oversubscription o, unless the group's
   endpoints fit under one leaf (k o / (1 + o) ports), where o does not apply.
 * rail-optimized: as fat-tree, but a group of same-rank GPUs (stride a multiple
-  of the domain) only needs one rail leaf per ``leaf_down`` servers.
+  of the domain) only needs one rail leaf per ``leaf_down`` servers; an all-to-all
+  reaches every rail over the scale-up links (PXN), so any group whose servers fit
+  under one rail leaf does.
 * dragonfly: full rate inside one group (p a endpoints), else
   ``dragonfly.cross_group_factor`` of it.
 * torus, ocs-torus: a multi-dimensional ring collective over the dimensions
@@ -114,7 +116,11 @@ class Placement:
             r = span_devices / leaf_devices
             off_leaf = np.where(r >= 1.0, 1.0 - 0.5 / np.maximum(r, 1.0), 0.5 * r)
             off_leaf = np.where(self.devices <= leaf_devices, 0.0, off_leaf)   # one leaf: nothing leaves
-            return self._by_family(self.bw / np.maximum(1.0, self.o * off_leaf), rail_local, ports, p2p)
+            # rail-optimized: PXN moves each message over the scale-up links to the local GPU on the
+            # destination's rail (NCCL_PXN_DISABLE=0, NCCL >= 2.12), so any group whose nodes fit
+            # under one rail leaf runs at full rate, whatever its stride
+            pxn_local = np.ceil(span_devices / self.domain) <= self.leaf_down
+            return self._by_family(self.bw / np.maximum(1.0, self.o * off_leaf), pxn_local, ports, p2p)
         return self._by_family(where(in_leaf, self.bw, cross), in_leaf | rail_local, ports, p2p)
 
     def _by_family(self, ft, rail_ok, ports, p2p):
@@ -143,14 +149,27 @@ class Placement:
     # ------------------------------------------------------------------ collectives (outer part)
     def outer_reduce_scatter(self, shard_bytes, stride, outer, bandwidth_fraction=1.0):
         """``bandwidth_fraction``: of every link's rate (a low-latency protocol's)."""
-        t_sw = coll.ring_reduce_scatter_s(shard_bytes, outer, bandwidth_fraction * self.switched_bw(stride, outer),
-                                          self.lat)
-        if not self.any_torus:
-            return t_sw
+        beta, alpha = self.outer_reduce_scatter_parts(shard_bytes, stride, outer)
+        return beta / bandwidth_fraction + alpha
+
+    def outer_reduce_scatter_parts(self, shard_bytes, stride, outer):
+        """(bandwidth term, latency term) of ``outer_reduce_scatter`` at the links' full rate: a
+        fraction f of every link's rate takes bandwidth / f + latency (the torus dimensions keep
+        their order, all slowed alike)."""
+        outer = np.asarray(outer, dtype=float)
+        alpha = where(outer > 1, (outer - 1.0) * self.lat, 0.0)
+        torus = self.is_torus()
+        if not torus.all():
+            beta = coll.ring_reduce_scatter_s(shard_bytes, outer, self.switched_bw(stride, outer), 0.0)
+            if not self.any_torus:
+                return beta, alpha
         node_stride = np.maximum(np.asarray(stride, dtype=float) / self.domain, 1.0)
         ns, bws = self.torus_rings(node_stride, outer)
-        t_torus = coll.torus_reduce_scatter_s(shard_bytes, ns, [bandwidth_fraction * b for b in bws], self.lat)
-        return where(self.is_torus(), t_torus, t_sw)
+        t_beta = coll.torus_reduce_scatter_s(shard_bytes, ns, bws, 0.0)
+        t_alpha = sum(np.maximum(n - 1.0, 0.0) for n in ns) * self.lat
+        if torus.all():                          # every design a torus: no switched ring to compute
+            return t_beta, t_alpha
+        return where(torus, t_beta, beta), where(torus, t_alpha, alpha)
 
     def outer_all_reduce(self, shard_bytes, stride, outer):
         t_sw = coll.all_reduce_s(shard_bytes, outer, self.switched_bw(stride, outer), self.lat)

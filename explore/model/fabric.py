@@ -31,15 +31,24 @@ On torus families the scale-out part runs dimension by dimension (fastest first)
 (``Placement.outer_reduce_scatter``) after a reduce-scatter inside the domain, on the faster of
 Simple (with its per-call pipeline time) and low-latency (``nccl_protocol_s``; NCCL's own
 estimate is not applied to the torus path).
+A domain twice as large keeps what the smaller one had (issue 10, the scale-up property tests):
+an all-reduce also has the trees of the domain split into 2, 4, ... parts, each part a node of
+its own on the network (``_split_trees``); on torus, ocs-torus and ocs-reconfigurable designs
+every call takes the fastest of the domain and its splits, each with its own torus shape or
+circuit plan (``explore.model.system.sub_domain_networks``, evaluated on those designs only).
+
 ``calls`` splits a buffer into that many collectives (buckets, layers), each paying
 its latency.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from hwmodels.select import where
 
 from explore.model import calibration as cal
+from explore.model.cardinality import take
 from explore.model.system import SystemSpec
 from hwmodels.parts import get_part
 from topologies import alltoall as a2a
@@ -84,6 +93,25 @@ class Fabric:
         self.place = Placement(s.network, s.su_size, s.so_bandwidth_bps, s.so_latency_s,
                                s.nics_per_device, s.nic_bandwidth_bps, c.scale_out_link_efficiency,
                                s.oversubscription, s.switch_radix, s.devices)
+        # torus / OCS designs: the same calls on the domain split into 2, 4, ... parts (each with its
+        # own torus shape or circuit plan, explore.model.system.sub_domain_networks); every call
+        # takes the fastest, so a larger domain keeps what a smaller one had
+        # (a torus and a circuit design apart: each sub-fabric computes one family's paths)
+        self.subs = []
+        torus = np.asarray(self.place.is_torus())
+        for size, net in s.sub_domains:
+            split = np.asarray(size) != np.asarray(s.su_size)
+            sub = replace(s, su_size=size, network=net, sub_domains=())
+            if split.size == 1 and torus.size == 1:          # one design, or all alike
+                if split.any():
+                    self.subs.append((None, None, Fabric(sub, c)))
+                continue
+            n = max(split.size, torus.size)
+            split = np.broadcast_to(split, (n,))
+            for rows in (split & np.broadcast_to(torus, (n,)), split & ~np.broadcast_to(torus, (n,))):
+                idx = np.flatnonzero(rows)               # only the designs that split: their rows
+                if idx.size:
+                    self.subs.append((idx, n, Fabric(take(sub, idx), take(c, idx) if _per_design(c) else c)))
 
     # ------------------------------------------------------------------ one call
     def _bus(self, stride, n):
@@ -97,8 +125,49 @@ class Fabric:
         bus = where(outer > 1, np.minimum(self.su_bw, inner * net), self.su_bw)
         # NVLS tree on two domains: each byte crosses the network once (twice on a tree/ring)
         tree_bus = where(self.nvls & (outer == 2), np.minimum(self.su_bw, 2.0 * inner * net), bus)
-        self._cache[key] = (stride, n, (inner, outer, bus, tree_bus))
-        return inner, outer, bus, tree_bus
+        self._cache[key] = (stride, n, (inner, outer, bus, tree_bus, net))
+        return inner, outer, bus, tree_bus, net
+
+    def _split_trees(self, t, size_bytes, n, inner, outer, net):
+        """``t`` (one all-reduce per design), or faster where the tree of a smaller scale-up domain
+        is: each domain split into 2, 4, ... parts of whole ranks, every part a node of its own on
+        the network (as NCCL_HOSTID per part gives), its chain shorter, its network levels more and
+        its tree bandwidth min(scale-up, part x network share). A domain twice as large thereby
+        keeps every tree (and NVLS tree) the smaller one had. Computed only for the designs where
+        a split could be faster than ``t``: at least one more network level and at most the
+        bandwidth of a domain halved."""
+        top = float(np.max(inner, initial=1.0))
+        if top < 2.0:
+            return t
+        nv = self.nvls & (outer == 1)            # two halves of one domain: the NVLS tree's x2
+        bus1 = np.minimum(self.su_bw, where(nv, 2.0, 1.0) * inner / 2.0 * net)
+        best = (self.base + 2.0 * (np.log2(outer) + 1.0) * self.so_lat
+                + 2.0 * coll._beta(size_bytes, self.tree_factor * bus1))
+        idx = np.flatnonzero((inner >= 2.0) & (best < t))
+        if idx.size == 0:
+            return t
+        shape = np.shape(t)
+        pick = lambda a: np.broadcast_to(np.asarray(a, dtype=float), shape).reshape(-1)[idx]  # noqa: E731
+        size, n_i, inner_i, outer_i, net_i, su_bw = (pick(a) for a in (size_bytes, n, inner, outer, net, self.su_bw))
+        nvls = np.broadcast_to(self.nvls, shape).reshape(-1)[idx] if self.nvls.any() else None
+        lat = dict(lat_intra_s=pick(self.su_lat), lat_net_s=pick(self.so_lat), base_s=self.base)
+        frac = pick(self.ll_net)
+        sub = np.full(idx.size, np.inf)
+        j = 1
+        while 2.0 ** j <= float(np.max(inner_i)):
+            part = inner_i / 2.0 ** j
+            ok = (part >= 1.0) & (np.mod(part, 1.0) == 0.0)
+            nodes = where(ok, outer_i * 2.0 ** j, outer_i)
+            x2 = (nvls & (nodes == 2)) if nvls is not None else False
+            bus = np.minimum(su_bw, where(x2, 2.0, 1.0) * part * net_i)
+            tj = coll.nccl_tree_s(size, n_i, nodes, bus, tree_factor=self.tree_factor, correction=self.tree_correction,
+                                  ll_fraction=frac, pipeline_s=self.pipeline, nvls=nvls, lat_nvls_s=self.nvls_lat, **lat)
+            sub = np.minimum(sub, where(ok, tj, np.inf))
+            j += 1
+        out = np.array(np.broadcast_to(t, shape), dtype=float)
+        flat = out.reshape(-1)
+        flat[idx] = np.minimum(flat[idx], sub)
+        return out
 
     def _choice(self, stride, n, outer, bus, tree_bus, all_reduce, nvls):
         # NCCL's protocol-choice terms of a group (topologies.collectives.nccl_choice_terms),
@@ -117,15 +186,34 @@ class Fabric:
         k = 2.0 if all_reduce else 1.0
         shard = np.asarray(size_bytes, dtype=float) / inner
 
-        def t(f_in, f_out):
-            return k * (coll.ring_reduce_scatter_s(size_bytes, inner, f_in * self.su_bw, self.su_lat)
-                        + self.place.outer_reduce_scatter(shard, stride, outer, f_out))
+        b_in = coll.ring_reduce_scatter_s(size_bytes, inner, self.su_bw, 0.0)
+        a_in = where(inner > 1, (inner - 1.0) * self.su_lat, 0.0)
+        b_out, a_out = self.place.outer_reduce_scatter_parts(shard, stride, outer)
+
+        def t(f_in, f_out):      # at a fraction of each link's rate
+            return k * (b_in / f_in + a_in + b_out / f_out + a_out)
         # the same protocol choice as a flat call (nccl_protocol_s): Simple pays its per-call
         # pipeline time, the low-latency protocol a fraction of each link's rate
         return self.base + coll.nccl_protocol_s(t(1.0, 1.0), t(self.ll_intra, self.ll_net), self.pipeline)
 
+    def _best(self, t, method, *args):
+        """``t`` or, for the designs a split of the domain applies to, the faster of it and the
+        split's (``self.subs``: only those designs' rows are evaluated)."""
+        for idx, n, sub in self.subs:
+            if idx is None:
+                t = np.minimum(t, getattr(sub, method)(*args))
+                continue
+            t = np.array(np.broadcast_to(t, (n,)), dtype=float)
+            rows = [_rows(a, idx, n) for a in args]
+            t[idx] = np.minimum(t[idx], np.broadcast_to(getattr(sub, method)(*rows), idx.shape))
+        return t
+
     def _call(self, size_bytes, stride, n, all_reduce):
-        inner, outer, bus, tree_bus = self._bus(stride, n)
+        return self._best(self._own_call(size_bytes, stride, n, all_reduce), "_own_call",
+                          size_bytes, stride, n, all_reduce)
+
+    def _own_call(self, size_bytes, stride, n, all_reduce):
+        inner, outer, bus, tree_bus, net = self._bus(stride, n)
         n = np.asarray(n, dtype=float)
         # protocol: Simple (ring / tree / NVLS tree + its per-call pipeline time) or the
         # low-latency one (same latencies at a fraction of the bus bandwidth: LL128 inside a
@@ -135,6 +223,8 @@ class Fabric:
         t = coll.nccl_call_s(size_bytes, n, outer, bus, tree_bus, self.su_lat, self.so_lat, self.base, all_reduce,
                              self.plateau, self.tree_factor, self.tree_correction, frac, self.pipeline,
                              nvls, self.nvls_lat, self._choice(stride, n, outer, bus, tree_bus, all_reduce, nvls))
+        if all_reduce:
+            t = self._split_trees(t, size_bytes, n, inner, outer, net)
         if self.place.any_torus:
             t = where(self.place.is_torus() & (outer > 1), self._torus(size_bytes, stride, n, all_reduce), t)
         return where(n > 1, t, 0.0)
@@ -174,9 +264,30 @@ class Fabric:
 
     def all_to_all(self, size_bytes, stride, n, out_fraction=None, messages=1.0):
         """Issue 11: MoE dispatch/combine on the fabric it crosses (topologies/alltoall.py)."""
+        return self._best(self._own_all_to_all(size_bytes, stride, n, out_fraction, messages), "_own_all_to_all",
+                          size_bytes, stride, n, out_fraction, messages)
+
+    def _own_all_to_all(self, size_bytes, stride, n, out_fraction, messages):
         return a2a.all_to_all_s(self.place, self.su_bw, self.su_lat, size_bytes, stride, n, out_fraction, messages)
 
     def p2p(self, size_bytes, stride):
+        return self._best(self._own_p2p(size_bytes, stride), "_own_p2p", size_bytes, stride)
+
+    def _own_p2p(self, size_bytes, stride):
         cross = stride >= self.domain
         return where(cross, self.place.p2p(size_bytes, stride),
                         coll.p2p_s(size_bytes, self.su_bw, self.su_lat))
+
+
+def _rows(a, idx, designs):
+    """Argument ``a`` of a per-design call for the designs ``idx`` only (scalars, flags and
+    arrays of one value as they are)."""
+    if a is None or isinstance(a, (bool, str)) or np.ndim(a) == 0 or np.size(a) == 1:
+        return a
+    return np.broadcast_to(np.asarray(a), (designs,))[idx]
+
+
+def _per_design(c) -> bool:
+    """Whether a calibration holds per-design arrays (uncertainty samples) to index with the designs."""
+    from dataclasses import fields as dc_fields
+    return any(np.size(getattr(c, f.name)) > 1 for f in dc_fields(c))

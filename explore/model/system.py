@@ -60,6 +60,7 @@ class SystemSpec:
     interruptions_given: np.ndarray = False      # issue 11: an all-cause rate per device was given explicitly
     matmul_peak_fraction: np.ndarray = 1.0       # measured max achievable matmul FLOP/s / dense peak
     su_in_switch_reduction: np.ndarray = 0.0     # 1: the scale-up switch reduces (NVLink SHARP), 0: no
+    sub_domains: tuple = ()                      # (size, NetworkSpec) per split of the domain (sub_domain_networks)
 
 
 def accelerator_arrays(r) -> dict[str, np.ndarray]:
@@ -223,8 +224,9 @@ def build_system(r) -> SystemSpec:
     kw["matmul_peak_fraction"] = (lookup("accelerators", ids, "matmul_peak_fraction") if ids is not None
                                   else lookup("accelerators", np.array(["h100-sxm-80gb"]), "matmul_peak_fraction"))
     kw["su_in_switch_reduction"] = in_switch_reduction(v["system.scale_up.link"])
+    network = network_spec(r)
     return SystemSpec(**{k: fit(a, n, float) for k, a in kw.items()},
-                      accelerator_parts=parts, network=network_spec(r))
+                      accelerator_parts=parts, network=network, sub_domains=sub_domain_networks(r, network))
 
 
 def _scale_up_switches(r, su_bw, su_pw, su_cost):
@@ -242,22 +244,57 @@ def _scale_up_switches(r, su_bw, su_pw, su_cost):
     return per("power_w"), per("cost_usd")
 
 
-def network_spec(r):
+def sub_domain_networks(r, network):
+    """The scale-out network of each design of a torus, ocs-torus or ocs-reconfigurable family as
+    its scale-up domains would have it split into 2, 4, ... parts (down to one device each, as
+    long as the parts are whole): ((part size, NetworkSpec), ...), empty when no design has
+    these families. A domain of 2k devices can run as two of k (scale-up links where the smaller
+    domains had a network hop between them; ports, NICs and circuits the same per device), so
+    its collectives take the fastest of these configurations (``explore.model.fabric.Fabric``)
+    and a larger domain never loses one the smaller had. On a torus each configuration has its
+    own near-cubic shape of twice the nodes (``topologies.network.balanced_dims``), which folds
+    (two neighbours along the first dimension in one domain) into a torus of the real nodes: the
+    placement takes the best of these shapes; given torus dimensions split along the first.
+    Designs of other families (or whose domain does not split) repeat their own network."""
+    from topologies import network as net
+    fam = network.family
+    on = np.isin(fam, (net.TORUS, net.OCS_TORUS, net.OCS_RECONF))
+    if not on.any():
+        return ()
+    su = fit(r.values["system.scale_up.size"], r.n, float)
+    out, k = [], 1
+    while 2.0 ** k <= float(np.max(np.where(on, su, 0.0))):
+        part = su / 2.0 ** k
+        ok = on & (part >= 1.0) & (np.mod(part, 1.0) == 0.0)
+        if ok.any():
+            part = np.where(ok, part, su)
+            out.append((part, network_spec(r, su=part)))
+        k += 1
+    return tuple(out)
+
+
+def network_spec(r, su=None):
     """The scale-out network of every design (issue 4): family and optics codes, torus dimensions,
-    OCS part, reconfiguration policy and the plan's traffic per scale-up node for circuit planning."""
+    OCS part, reconfiguration policy and the plan's traffic per scale-up node for circuit planning.
+    ``su``: the scale-up domain size it is built for (default the design's; a part of it:
+    ``sub_domain_networks``)."""
     from topologies import network as net
     from topologies import reconfig
     v, n = r.values, r.n
     f = lambda k: fit(v[k], n, float)  # noqa: E731
     so = "system.scale_out."
-    devices, su = f("system.devices"), f("system.scale_up.size")
+    devices, real = f("system.devices"), f("system.scale_up.size")
+    su = real if su is None else su
     nodes = np.maximum(np.floor(devices / su), 1.0)
     dflt = net.balanced_dims(nodes)
     given = [v.get(so + k) for k in ("torus_x", "torus_y", "torus_z")]
     dims = [fit(g, n, float) if g is not None else d
             for g, d in zip(given, dflt)]
     if given[0] is not None and given[1] is not None and given[2] is None:
-        dims[2] = np.maximum(np.ceil(nodes / (dims[0] * dims[1])), 1.0)
+        real_nodes = np.maximum(np.floor(devices / real), 1.0)
+        dims[2] = np.maximum(np.ceil(real_nodes / (dims[0] * dims[1])), 1.0)
+    if given[0] is not None:
+        dims[0] = dims[0] * (real / su)      # given dimensions: the domain's parts along the first
     ocs_id = fit(v[so + "ocs"], n)
     il = v.get(so + "ocs_insertion_loss_db")
     rs = v.get(so + "ocs_reconfig_s")

@@ -2,7 +2,7 @@
 
 More bandwidth (scale-up or scale-out), more NICs per device or a larger scale-up
 domain never lengthen a step; more oversubscription or more latency never shorten
-it. The default run is derandomized (tests/conftest.py profile); ``-m slow`` runs
+it (NICs: except on an oversubscribed fat-tree below one NIC per device, ``_nic_exception``). The default run is derandomized (tests/conftest.py profile); ``-m slow`` runs
 the same properties on many more random examples.
 """
 import copy
@@ -86,7 +86,18 @@ KNOBS = ["scale_up_bandwidth", "scale_out_bandwidth", "nics", "scale_up_size",
          "less_oversubscription", "less_scale_up_latency", "less_scale_out_latency"]
 
 
+def _nic_exception(sc):
+    """Twice the NICs on an oversubscribed fat-tree below one NIC per device halve the devices a
+    leaf holds, and a group that fit one leaf can cross the uplinks: not asserted (the reason:
+    test_properties.py, NIC_EXCEPTION, and README "Monotone in every network resource")."""
+    so = sc["system"]["scale_out"]
+    return (so.get("topology") == "fat-tree" and so.get("oversubscription", 1.0) > 1
+            and so.get("nics_per_device", 1.0) < 1)
+
+
 def _check(sc, knob, factor):
+    if knob == "nics" and _nic_exception(sc):
+        return
     a = _step(sc)
     b = _step(_more(sc, knob, factor))
     if np.isfinite(a):

@@ -112,21 +112,23 @@ def test_batch_equals_one_at_a_time(scs):
 # with keep_invalid=True (designs that do not fit in memory still have a step time); designs that
 # break a plan rule have NaN figures and are skipped in the arm where they do.
 #
-# Scale-up domain size (x2) is checked where it holds today: on fat-tree and dragonfly designs
-# with ZeRO >= 1 (no rise in ~6,000 designs each, randomized). Left out, with the share of
-# randomized designs whose step got longer: ZeRO-0 on every family (fat-tree and dragonfly
-# 0.2 %: the gradient all-reduce's NCCL tree chain on scale-ups without in-switch reduction;
-# the NVLink-SHARP case pinned in test_larger_scale_up_domain_tree_chain passes through NCCL's
-# NVLS tree); torus and ocs-torus (7 of 4,000 randomized designs each, 0.17 %, at every ZeRO
-# stage; 1.3-1.4 % before the torus collective ran its dimensions fastest first,
-# test_larger_scale_up_domain_torus_dimension_order, and made NCCL's protocol choice,
-# test_larger_scale_up_domain_torus_protocol: the default near-cubic shape of half the nodes
-# can put a pipeline peer or a gradient group two hops apart on a ring shared with other groups
-# where the smaller nodes' shape had it one hop away or alone on its ring); rail-optimized (1 of 2,856, the MoE all-to-all); ocs-reconfigurable
-# (5 of 8,152 with ZeRO >= 1, at most 0.13 % slower: circuits are whole ports, and a class
-# rounded up to a port at the smaller node can be rounded down at twice the ports; the planned
-# summed time never rises, tests/topologies/test_network_scenarios.py, and the case that
-# found the byte-greedy split is pinned in test_larger_scale_up_domain_ocs_port_split).
+# Scale-up domain size (x2) is checked on every family and every ZeRO stage. Each mechanism that
+# made a larger domain slower is fixed so that the larger domain keeps what the smaller one had
+# (rises in 24,000 random designs before -> after: fat-tree, dragonfly and rail-optimized ZeRO-0
+# 0.2 %: an all-reduce tree of a split domain stays available, explore.model.fabric._split_trees;
+# rail-optimized MoE all-to-all up to 9 %: PXN reaches every rail, topologies.placement;
+# torus, ocs-torus and ocs-reconfigurable 0.2-0.4 %, up to 27 %: every call takes the fastest of
+# the domain and its splits, each with its own torus shape or circuit plan,
+# explore.model.system.sub_domain_networks; 0 of 72,000 designs x 8 resources rise after). The
+# designs that rose before are pinned with @example (PINNED).
+#
+# NIC count is not asserted on one class, found by the randomized run (0.04 % of fat-tree designs,
+# all of this class): fat-tree with oversubscription > 1 going from less than one NIC per device
+# to twice that. At a fixed switch radix a leaf holds leaf_down / min(nics, 1) devices, so twice
+# the NICs halve the devices under a leaf, and a pipeline pair or a gradient ring that fit one
+# leaf crosses the oversubscribed uplinks (up to 8 % slower; counting the worst leaf's crossing
+# pipeline streams gives 0.22 of a NIC each where the model gives 0.40, so the model is not
+# pessimistic there). NIC_EXCEPTION is that class.
 # --------------------------------------------------------------------------------------------
 import pytest  # noqa: E402
 from hypothesis import example  # noqa: E402
@@ -138,13 +140,18 @@ SCALE_OUT_LINK = {"a100-sxm-80gb": "ib-hdr-200", "h100-sxm-80gb": "ib-ndr-400", 
 MODELS = {"gpt3-175b": {}, "mixtral-8x7b": {"seq_len": 4096}}   # dense and MoE (ep > 1)
 MORE = ("scale_up_bandwidth", "scale_out_bandwidth", "nics_per_device", "scale_up_size")
 WORSE = ("oversubscription", "scale_up_latency", "scale_out_latency", "ocs_reconfig")
-SCALE_UP_FAMILIES = ("fat-tree", "dragonfly")   # where a larger domain is checked (see above)
+
+
+def NIC_EXCEPTION(row):
+    """Fat-tree, oversubscribed, under one NIC per device: twice the NICs halve a leaf's devices."""
+    so = "system.scale_out."
+    return (row[so + "topology"] == "fat-tree" and row[so + "oversubscription"] > 1
+            and row[so + "nics_per_device"] < 1)
 
 
 def _checked(row, knob):
-    """Whether the property is asserted for ``knob`` on ``row`` (scale-up size: see above)."""
-    return knob != "scale_up_size" or (row["system.scale_out.topology"] in SCALE_UP_FAMILIES
-                                       and row["parallelism.zero"] >= 1)
+    """Whether the property is asserted for ``knob`` on ``row`` (every knob but NIC_EXCEPTION)."""
+    return knob != "nics_per_device" or not NIC_EXCEPTION(row)
 
 
 @st.composite
@@ -273,12 +280,89 @@ def _moe_a2a_two_leaves():
             so + "oversubscription": 4.0}
 
 
+def _pinned():
+    """Designs that got slower with a domain twice as large, found by a randomized run of this test
+    (seed 2, 4,000 designs per family and model) before the fixes named above."""
+    p, so, su = "parallelism.", "system.scale_out.", "system.scale_up."
+    base = _cp_ocs_reconfigurable()
+    return {
+    "gpt3-175b": [
+        # fat-tree, ZeRO 0: 0.73 % slower with the domain x2 before
+        {**base, p + 'pp': 4, p + 'dp': 64, p + 'recompute': 'selective', p + 'overlap_grad_reduce': True,
+         p + 'overlap_tp_comm': True, p + 'grad_reduce_bytes': 4, 'training.global_batch': 64,
+         'system.devices': 512, su + 'size': 16, so + 'topology': 'fat-tree', so + 'nics_per_device': 1.0,
+         so + 'oversubscription': 4.0, so + 'ocs_reconfig_s': 1.0},
+        # rail-optimized, ZeRO 0: 0.74 % slower with the domain x2 before
+        {**base, p + 'pp': 2, p + 'dp': 64, p + 'sequence_parallel': True, p + 'overlap_grad_reduce': True,
+         p + 'moe_dispatcher': 'deepep', 'training.global_batch': 256, 'training.flash_attention': True,
+         'system.devices': 256, su + 'size': 16, so + 'topology': 'rail-optimized',
+         so + 'nics_per_device': 2.0, so + 'oversubscription': 4.0, so + 'ocs_reconfig_s': 0.01},
+        # torus, ZeRO 1: 1.74 % slower with the domain x2 before
+        {**base, p + 'tp': 2, p + 'pp': 8, p + 'dp': 64, p + 'microbatch': 2, p + 'virtual_stages': 2,
+         p + 'zero': 1, p + 'sequence_parallel': True, p + 'moe_dispatcher': 'deepep',
+         'training.global_batch': 2048, 'training.flash_attention': True, 'system.devices': 2048,
+         'system.accelerator': 'b200', su + 'size': 16, su + 'link': 'nvlink5',
+         su + 'bandwidth_bps': 7200000000000.0, so + 'topology': 'torus', so + 'link': 'ib-ndr-400',
+         so + 'bandwidth_bps': 400000000000.0, so + 'nics_per_device': 2.0, so + 'oversubscription': 2.0,
+         so + 'cube_dim': 4, so + 'ocs_reconfig_s': 1.0},
+        # ocs-torus, ZeRO 1: 2.74 % slower with the domain x2 before
+        {**base, p + 'tp': 4, p + 'pp': 8, p + 'dp': 64, p + 'cp': 1, p + 'virtual_stages': 2, p + 'zero': 1,
+         p + 'recompute': 'selective', p + 'overlap_grad_reduce': True, p + 'overlap_param_gather': True,
+         p + 'overlap_tp_comm': True, p + 'overlap_moe_comm': True, 'training.global_batch': 1024,
+         'training.flash_attention': True, 'system.devices': 2048, 'system.accelerator': 'h100-sxm-80gb',
+         su + 'size': 16, su + 'link': 'nvlink4', su + 'bandwidth_bps': 3600000000000.0,
+         so + 'topology': 'ocs-torus', so + 'link': 'ib-ndr-400', so + 'bandwidth_bps': 400000000000.0,
+         so + 'oversubscription': 2.0, so + 'cube_dim': 4, so + 'reconfiguration': 'per-phase'},
+        # ocs-reconfigurable, ZeRO 2: 2.74 % slower with the domain x2 before
+        {**base, p + 'tp': 8, p + 'pp': 2, p + 'microbatch': 2, p + 'zero': 2, p + 'recompute': 'full',
+         p + 'overlap_grad_reduce': True, p + 'overlap_param_gather': True, p + 'overlap_moe_comm': True,
+         'training.global_batch': 512, 'system.devices': 512, 'system.accelerator': 'b200', su + 'size': 4,
+         su + 'link': 'nvlink5', su + 'bandwidth_bps': 7200000000000.0, so + 'link': 'ib-ndr-400',
+         so + 'bandwidth_bps': 400000000000.0, so + 'nics_per_device': 2.0},
+    ],
+    "mixtral-8x7b": [
+        # fat-tree, ZeRO 0: 0.44 % slower with the domain x2 before
+        {**base, p + 'pp': 2, p + 'dp': 64, p + 'virtual_stages': 2, p + 'overlap_grad_reduce': True,
+         'training.global_batch': 256, 'system.devices': 256, so + 'topology': 'fat-tree',
+         so + 'nics_per_device': 2.0, so + 'reconfiguration': 'per-phase', so + 'ocs_reconfig_s': 0.01},
+        # rail-optimized, ZeRO 0: 9.21 % slower with the domain x2 before
+        {**base, p + 'tp': 8, p + 'dp': 64, p + 'ep': 8, p + 'recompute': 'selective',
+         'training.global_batch': 1024, 'system.devices': 1024, 'system.accelerator': 'b200',
+         su + 'link': 'nvlink5', su + 'bandwidth_bps': 7200000000000.0, so + 'topology': 'rail-optimized',
+         so + 'link': 'ib-ndr-400', so + 'bandwidth_bps': 400000000000.0, so + 'nics_per_device': 1.0,
+         so + 'oversubscription': 4.0, so + 'cube_dim': 4, so + 'ocs_reconfig_s': 0.01},
+        # torus, ZeRO 3: 27.32 % slower with the domain x2 before
+        {**base, p + 'tp': 8, p + 'pp': 8, p + 'dp': 4, p + 'ep': 2, p + 'zero': 3,
+         p + 'sequence_parallel': True, p + 'overlap_param_gather': True, p + 'overlap_tp_comm': True,
+         'training.global_batch': 64, 'training.flash_attention': True, 'system.devices': 512,
+         su + 'size': 4, so + 'topology': 'torus', so + 'nics_per_device': 1.0, so + 'oversubscription': 2.0,
+         so + 'reconfiguration': 'per-step', so + 'ocs_reconfig_s': 0.01},
+        # ocs-torus, ZeRO 3: 15.20 % slower with the domain x2 before
+        {**base, p + 'tp': 2, p + 'pp': 8, p + 'ep': 8, p + 'zero': 3, p + 'recompute': 'selective',
+         p + 'sequence_parallel': True, p + 'overlap_grad_reduce': True, p + 'overlap_param_gather': True,
+         p + 'overlap_moe_comm': True, p + 'grad_reduce_bytes': 4, 'training.global_batch': 256,
+         'system.devices': 512, 'system.accelerator': 'h100-sxm-80gb', su + 'size': 4,
+         su + 'link': 'nvlink4', su + 'bandwidth_bps': 3600000000000.0, so + 'topology': 'ocs-torus',
+         so + 'link': 'ib-ndr-400', so + 'bandwidth_bps': 400000000000.0, so + 'nics_per_device': 2.0,
+         so + 'oversubscription': 4.0, so + 'ocs_reconfig_s': 0.01},
+        # ocs-reconfigurable, ZeRO 3: 0.98 % slower with the domain x2 before
+        {**base, p + 'tp': 4, p + 'pp': 2, p + 'cp': 1, p + 'ep': 8, p + 'zero': 3,
+         p + 'sequence_parallel': True, p + 'overlap_grad_reduce': True, p + 'overlap_param_gather': True,
+         p + 'overlap_moe_comm': True, 'training.flash_attention': True, 'system.devices': 128,
+         su + 'size': 16, so + 'oversubscription': 4.0, so + 'cube_dim': 4},
+    ],
+    }
+
+
+PINNED = _pinned()
 NET_SETTINGS = settings(max_examples=24, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @NET_SETTINGS
 @given(designs(), st.floats(1.01, 10.0))
 @example(("mixtral-8x7b", [_moe_a2a_two_leaves()]), 2.0)
+@example(("gpt3-175b", PINNED["gpt3-175b"]), 2.0)
+@example(("mixtral-8x7b", PINNED["mixtral-8x7b"]), 2.0)
 def test_network_resources_move_step_time_one_way(model_rows, factor):
     model, rows = model_rows
     assert _check_network(model, rows, factor) > 0 or len(rows) < 8

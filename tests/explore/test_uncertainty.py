@@ -34,6 +34,20 @@ def test_zero_spread_equals_deterministic():
             assert (b == a[None]).all(), k
 
 
+def test_zero_spread_equals_deterministic_on_split_domains():
+    """Torus and OCS designs evaluate their calls on the splits of their domain too, on their rows
+    only (explore.model.fabric): with the samples' rows (calibration arrays per design) the same."""
+    sc = _designs()
+    sc["system"]["scale_out"]["topology"] = np.array(["torus", "ocs-reconfigurable", "fat-tree"])
+    det = explore.evaluate(sc)
+    ds = evaluate_samples(sc, samples=3, seed=1, spread=0.0)
+    for k in ("step_time_s", "cost_per_token_usd", "energy_per_token_j"):
+        np.testing.assert_array_equal(ds[k].values, np.broadcast_to(det[k].values, ds[k].shape))
+    wide = evaluate_samples(sc, samples=3, seed=1)          # calibration constants drawn per row
+    t = wide["step_time_s"].values
+    assert np.isfinite(t).all() and (t > 0).all() and np.ptp(t[:, 1]) > 0
+
+
 def _spread_metrics(sc, name, nominal, low, high):
     """Metrics whose 5-95 % band has non-zero width when only input ``name`` varies."""
     r = resolve(sc)
