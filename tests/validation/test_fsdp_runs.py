@@ -3,9 +3,9 @@ communication-bound group, out of sample.
 
 The group is held out of every fit (explore.validation.HELD_OUT_GROUPS), so the shipped constants
 (explore/model/calibration.py) were fitted without it and its errors below are out of sample.
-Measured with the constants of this commit: MAPE 9.30 % over 20 runs, worst 23.1 % (MPT-1B, 512 H100,
-too fast); activation-checkpointed FULL_SHARD runs 3.3 %; every H100 run too fast. Bounds are those
-figures plus a small margin (the MAPE bound is issue 10's 10 %).
+Measured with the constants of this commit: MAPE 8.68 % over 20 runs, worst 23.0 % (MPT-1B, 512 H100,
+too fast); activation-checkpointed FULL_SHARD runs 3.1 % (worst 5.8 %); every H100 run without
+activation checkpointing 8.6-23.0 % too fast. Bounds are those figures plus a small margin.
 """
 import copy
 
@@ -42,8 +42,8 @@ def test_every_fsdp_run_is_valid_and_fits_memory(run_id):
 
 def test_out_of_sample_mape_within_10_percent(errors):
     e = np.array(list(errors.values()))
-    assert np.mean(np.abs(e)) <= 0.10, f"MAPE {100 * np.mean(np.abs(e)):.2f} %"
-    assert np.max(np.abs(e)) <= 0.24, f"worst {100 * np.max(np.abs(e)):.2f} %"
+    assert np.mean(np.abs(e)) <= 0.09, f"MAPE {100 * np.mean(np.abs(e)):.2f} %"
+    assert np.max(np.abs(e)) <= 0.235, f"worst {100 * np.max(np.abs(e)):.2f} %"
 
 
 def test_checkpointed_full_shard_runs_within_4_percent(errors):
@@ -52,9 +52,11 @@ def test_checkpointed_full_shard_runs_within_4_percent(errors):
     assert np.mean(np.abs(e)) <= 0.04 and np.max(np.abs(e)) <= 0.07
 
 
-def test_model_is_still_optimistic_on_every_h100_run(errors):
-    """Honest sign: the model is too fast on all 18 H100 runs (README, 'still optimistic')."""
-    assert all(v < 0 for k, v in errors.items() if "_h100_" in k)
+def test_model_is_still_optimistic_on_every_h100_run_without_checkpointing(errors):
+    """Honest sign: the model is too fast on all 9 H100 runs without activation checkpointing, by
+    8.6-23.0 %, even with MPT's eager memory-bound kernels counted (README, 'still optimistic')."""
+    e = [v for k, v in errors.items() if "_h100_" in k and k.split("_")[2] in ("1b", "3b", "7b")]
+    assert len(e) == 9 and all(-0.235 <= v <= -0.08 for v in e), e
 
 
 def test_step_time_rises_with_gpus_as_published():
