@@ -110,6 +110,16 @@ SCHEMA: dict[str, dict[str, Field]] = {
                       doc="cross-entropy: fused (Megatron's vocab-parallel loss, fp32 logits once) or unfused "
                           "(PyTorch cross_entropy on upcast 16-bit logits: 12 B per logit at its peak, 16 B with "
                           "loss parallel, +2 B while the caller holds the logits; memory.loss_bytes_per_logit)"),
+        "elementwise_kernels": Field("choice", "megatron",
+                                     choices=("megatron", "llm-foundry-flash", "llm-foundry-triton"),
+                                     doc="HBM traffic of the memory-bound kernels around the GEMMs and of the "
+                                         "loss (explore/model/calibration.py): megatron (Megatron-LM's fused "
+                                         "bias-dropout-add, backward = 2 x forward, fp32 vocab-parallel "
+                                         "cross-entropy: 38 + 14 B per logit) or llm-foundry-* (MPT in eager "
+                                         "PyTorch 2.1 as llm-foundry ran it, 2023-24: LayerNorm, residual adds, "
+                                         "GELU, bias-gradient reductions, flash-attn's Triton cross-entropy: 2 + 4 "
+                                         "B per logit; -flash adds the (un)padding copies of attn_impl flash, "
+                                         "-triton (attn_impl triton) has none)"),
     },
     "parallelism": {
         "tp": Field("int", 1, lo=1),

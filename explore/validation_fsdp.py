@@ -17,9 +17,18 @@ FSDP unit):
   the gathered parameters, which are resharded only after its gradient: ``FlatParamHandle.unshard``
   skips the all-gather while the unsharded storage is allocated, ``needs_unshard`` in torch's
   ``torch/distributed/fsdp/_flat_param.py``), one reduce-scatter per
-  block; Composer's default ``backward_prefetch = BACKWARD_POST`` issues the next block's backward
-  gather after the current block's gradient computation (torch ``torch/distributed/fsdp/api.py``,
-  ``BackwardPrefetch``): ``parallelism.backward_prefetch = "post"``, the gathers on the critical path;
+  block. The H100 table was run by llm-foundry's scripts/train/benchmarking/sweep.py (commit
+  5e85bd62d4ec9e13353ca95877477602ab538e5b, the commit that added the table; its per-model arguments
+  are the table's microbatch, sharding and checkpointing), which passes
+  ``--fsdp_config_backward_prefetch BACKWARD_PRE --fsdp_config_forward_prefetch true`` and
+  submit_benchmarks.py writes both into ``fsdp_config``: BACKWARD_PRE issues the next block's backward
+  gather before the current block's gradient computation (torch ``torch/distributed/fsdp/api.py``,
+  ``BackwardPrefetch``): ``parallelism.backward_prefetch = "pre"``. (The same script passes
+  ``--fsdp_config_mixed_precision PURE``, but submit_benchmarks.py never hands it on, so the default
+  DEFAULT applies, as the table's "MP Mode" column says.) The A100 table is older and no script
+  records its settings: Composer's default ``BACKWARD_POST`` (composer/trainer/dist_strategy.py, v0.17.2,
+  ``fsdp_config.setdefault('backward_prefetch', 'BACKWARD_POST')``), ``backward_prefetch = "post"``:
+  each backward gather after the previous block's gradient computation, on the critical path;
 * ``SHARD_GRAD_OP`` -> ``zero = 2``: parameters gathered once per block in the forward and kept
   through the backward, gradients reduce-scattered per block. With one microbatch per step this is
   ZeRO-2's traffic (one gather and one reduce-scatter of every parameter per step), the gather under
@@ -29,7 +38,14 @@ FSDP unit):
   reduction (``grad_reduce_bytes = 4``); ``PURE`` would reduce in bf16;
 * activation checkpointing of every block -> ``recompute = "full"``; otherwise ``"none"``;
 * ``parallelism.runtime = "torch"``: FSDP allocates the unsharded parameters and the gradients per
-  step and the caching allocator keeps its reserve (``explore/model/runtime_memory.py``).
+  step and the caching allocator keeps its reserve (``explore/model/runtime_memory.py``);
+* ``training.elementwise_kernels = "llm-foundry-flash"`` (``"llm-foundry-triton"`` for 13B and 30B,
+  which sweep.py runs with ``--attn_impl triton``): the H100 rows ran MPT in eager PyTorch 2.1
+  (llm-foundry commit 5e85bd62d4ec9e13353ca95877477602ab538e5b, the commit that added the table and
+  scripts/train/benchmarking/sweep.py): unfused LayerNorm, residual adds, GELU and bias-gradient
+  reductions, flash-attn 2.4.2's varlen (un)padding copies, and flash-attn's fused Triton
+  cross-entropy on the bf16 logits instead of Megatron's fp32 one (byte counts, kernel by kernel, in
+  ``explore/model/calibration.py``, ``FOUNDRY_*``). The A100 rows (an older table) keep the default.
 """
 from __future__ import annotations
 
@@ -44,12 +60,14 @@ ASSUMPTIONS = (
     "dp = GPUs, the table's microbatch, global batch (one microbatch per GPU per step), sharding strategy "
     "(FULL_SHARD: ZeRO-3 gathers per block forward and backward; SHARD_GRAD_OP: one gather per step, gradients "
     "reduce-scattered per block) and activation checkpointing (every block, full recompute); mixed precision "
-    "DEFAULT (bf16 gathers, fp32 gradient reduce-scatter); flash attention; gathers and reduce-scatters "
-    "overlapped with compute (FSDP prefetch). Not in the source: the network, assumed HGX/DGX H100 SXM with "
+    "DEFAULT (bf16 gathers, fp32 gradient reduce-scatter); flash attention; MPT's memory-bound kernels as they "
+    "ran in eager PyTorch 2.1 (training.elementwise_kernels: llm-foundry-flash, llm-foundry-triton for 13B and 30B "
+    "(sweep.py's attn_impl), flash-attn's Triton cross-entropy); gathers and reduce-scatters "
+    "overlapped with compute (FSDP backward_prefetch BACKWARD_PRE and forward_prefetch, as llm-foundry's "
+    "scripts/train/benchmarking/sweep.py, commit 5e85bd62d4ec9e13353ca95877477602ab538e5b, sets them). "
+    "Not in the source: the network, assumed HGX/DGX H100 SXM with "
     "8 x 400 Gb/s InfiniBand NDR per node (one NIC per GPU) on a non-blocking fat tree; bias and LayerNorm "
-    "parameters (13 L d, under 0.1 %) and the learned positional embedding are not modelled; Composer's default "
-    "backward_prefetch BACKWARD_POST (composer/utils/parallelism.py of mosaicml/composer, commit "
-    "008dac709c5da87a4d3e425fea6743c992fc5331; the benchmark scripts do not set it)")
+    "parameters (13 L d, under 0.1 %) and the learned positional embedding are not modelled")
 
 ASSUMPTIONS_A100 = (
     "MosaicML llm-foundry MPT benchmarks (A100 80GB with 1600 Gbps node-node interconnect (RoCE)), the multi-node "
@@ -59,6 +77,9 @@ ASSUMPTIONS_A100 = (
     "BACKWARD_POST prefetch. The network is the table's 1600 Gbps per node, read as 8 x 200 Gb/s RoCE "
     "(one NIC per GPU) on a non-blocking fat tree; DGX/HGX A100 SXM with NVLink3 assumed; bias and LayerNorm "
     "parameters and the learned positional embedding not modelled")
+
+
+TRITON_ATTN = ("13b", "30b")   # sweep.py's --attn_impl triton (module docstring)
 
 
 def build_scenario(row: dict) -> dict:
@@ -74,8 +95,11 @@ def build_scenario(row: dict) -> dict:
            "recompute": "full" if ckpt else "none", "sequence_parallel": False,
            "overlap_grad_reduce": True, "overlap_param_gather": True,
            "grad_reduce_bytes": 4 if fp32_reduce else 2, "grad_bucket_params": 12.0 * h * h,
-           "runtime": "torch", "backward_prefetch": "post"}
+           "runtime": "torch", "backward_prefetch": "post" if "_a100_" in row["run_id"] else "pre"}
     training = {"global_batch": int(row["global_batch_seqs"]), "precision": "bf16", "flash_attention": True}
+    if "_h100_" in row["run_id"]:   # sweep.py: attn_impl triton for 13B and 30B, flash for the others
+        triton = row["run_id"].split("_")[2] in TRITON_ATTN
+        training["elementwise_kernels"] = "llm-foundry-triton" if triton else "llm-foundry-flash"
     if row["run_id"].startswith(GROUP + "_a100"):
         system = {"accelerator": "a100-sxm-80gb", "devices": n, "scale_up": {"size": 8, "link": "nvlink3"},
                   "scale_out": {"topology": "fat-tree", "link": "roce-400", "nics_per_device": 1.0,

@@ -118,3 +118,48 @@ Megatron-Core peak-reserved figure is at hand to fit it on, and Megatron's per-s
 (activations of identical shape every microbatch; weights and gradients in buffers allocated once)
 fragment less: with 0.215 on its activations, Llama 3 405B's published plan (tests/explore/test_memory.py,
 run on 80 GB H100s) would not fit."""
+
+# Memory-bound kernels of MPT in eager PyTorch, as llm-foundry ran its H100 benchmarks
+# (``training.elementwise_kernels = "llm-foundry"``). Estimates (not fitted), counted kernel by kernel
+# from the code that ran: mosaicml/llm-foundry commit 5e85bd62d4ec9e13353ca95877477602ab538e5b (the
+# commit that added the "H100 80GB BF16 (Large Scale, >= 128 GPUs)" table and its sweep.py):
+# llmfoundry/models/layers/blocks.py (MPTBlock.forward: norm_1, attention, residual add, norm_2, FFN,
+# residual add; resid_pdrop 0, so nn.Dropout returns its input), norm.py (LPLayerNorm: torch's
+# layer_norm on bf16 inputs; FSDP mixed precision DEFAULT keeps bf16 parameters, so the casts are no-ops),
+# ffn.py (MPTMLP: up_proj, F.gelu, down_proj; biases, no_bias False), attention.py (one fused Wqkv GEMM,
+# split into views; flash_attn_fn unpads query, key and value with flash-attn's
+# bert_padding.unpad_input and pads the output back), setup.py (torch 2.1.0, the gpu-flash2 extra:
+# flash-attn 2.4.2); flash-attn v2.4.2 flash_attn/bert_padding.py (IndexFirstAxis: torch.gather forward,
+# torch.zeros + scatter_ backward, over a broadcast index; IndexPutFirstAxis: torch.zeros + index put
+# forward, an index gather backward). Bytes per element of b s h (16-bit activations); the ffn-width
+# terms per element of b s f. Kernels inside the attention call (flash-attn's own pre/post passes)
+# stay in flash_attention_efficiency, as for Megatron.
+FOUNDRY_FWD_BYTES_PER_SBH = 20.0
+"""Forward, per layer: two LayerNorms (read 2, write 2: 8) and two residual adds (read 2 + 2, write 2:
+12) = 20. Plus the GELU over the FFN width (read 2, write 2 per element of b s f), as in the default
+count."""
+FOUNDRY_BWD_BYTES_PER_SBH = 54.0
+"""Backward, per layer: two LayerNorm backwards (torch's input-gradient kernel reads dy and x and writes
+dx: 6; its weight/bias-gradient kernel reads dy and x again: 4; 20 for two), the two residual
+branches' gradient sums (autograd adds the two incoming gradients: read 2 + 2, write 2; 12 for two),
+the bias-gradient reductions of Wqkv, out_proj and down_proj (read the output gradient, 2 B per output
+element: 3 h + h + h, 10) and the split's backward concatenating the query, key and value gradients
+into the Wqkv output gradient (read 2, write 2 over 3 h: 12) = 54."""
+FOUNDRY_UNPAD_FWD_BYTES_PER_SBH = 18.0
+"""``attn_impl: flash`` (flash-attn 2 varlen) only, forward: the unpadding gathers of query, key and
+value (read 2, write 2 each: 12) and the padding of the attention output (a zeroed buffer, then the rows
+put in: write 2, read 2, write 2: 6) = 18. ``attn_impl: triton`` (llm-foundry's flash_attn_triton.py)
+takes the strided views as they are."""
+FOUNDRY_UNPAD_BWD_BYTES_PER_SBH = 22.0
+"""Its backward: the padding's gather (read 2, write 2: 4) and the unpadding gathers' zeroed buffer +
+scatter (write 2, read 2, write 2, for each of query, key and value: 18) = 22."""
+FOUNDRY_BWD_BYTES_PER_FFN_ELEMENT = 8.0
+"""Backward, per element of b s f: GELU's backward (read the gradient and the input, write: 6) and the
+up_proj bias-gradient reduction (read 2) = 8 (the default count charges 2 x the forward's 4)."""
+FOUNDRY_LOGITS_FWD_BYTES_PER_ELEMENT = 2.0
+"""flash-attn's Triton cross-entropy (flash_attn/ops/triton/cross_entropy.py, v2.4.2; llm-foundry's
+default ``loss_fn: fused_crossentropy``, llmfoundry/models/mpt/modeling_mpt.py), called on the bf16
+logits: the forward kernel reads each logit once (2 B) and writes one log-sum-exp per row."""
+FOUNDRY_LOGITS_BWD_BYTES_PER_ELEMENT = 4.0
+"""Its backward kernel reads each logit again and writes its gradient into a new bf16 tensor
+(``inplace_backward`` False): 2 + 2 = 4 B."""

@@ -57,6 +57,8 @@ class Recipe:
     dispatch_bytes: np.ndarray
     combine_bytes: np.ndarray
     unfused_loss: np.ndarray = False    # training.loss = unfused (memory.loss_bytes_per_logit)
+    foundry_kernels: np.ndarray = False  # training.elementwise_kernels = llm-foundry-* (calibration.py)
+    foundry_unpad: np.ndarray = False    # ... = llm-foundry-flash: flash-attn varlen (un)padding copies
 
     @classmethod
     def from_resolved(cls, r, system) -> "Recipe":
@@ -74,7 +76,10 @@ class Recipe:
                                                      where(fp8, CAST_BYTES_PER_ELEMENT[code], 0.0))),
                    weight_bytes=b(2.0),
                    optimizer_bytes=b(4.0 + moments), dispatch_bytes=b(dispatch), combine_bytes=b(2.0),
-                   unfused_loss=b(np.asarray(v["training.loss"]) == "unfused"))
+                   unfused_loss=b(np.asarray(v["training.loss"]) == "unfused"),
+                   foundry_kernels=b(np.isin(np.asarray(v["training.elementwise_kernels"]),
+                                                 ("llm-foundry-flash", "llm-foundry-triton"))),
+                   foundry_unpad=b(np.asarray(v["training.elementwise_kernels"]) == "llm-foundry-flash"))
 
     @classmethod
     def default(cls, system) -> "Recipe":

@@ -72,9 +72,13 @@ def stage_layers(m: ModelSpec, plan: ParallelPlan):
 
 
 def layer_compute(m: ModelSpec, b, cp, t, sp, flash, peak, peak_other, hbm, cast_bytes_per_element,
-                  c: cal.Calibration) -> dict[str, np.ndarray]:
+                  foundry, unpad, c: cal.Calibration) -> dict[str, np.ndarray]:
     """Forward compute times of one layer and microbatch on one device: GEMMs at the matmul
-    ``peak``, attention core at ``peak_other``, memory-bound work and softmax at ``hbm``."""
+    ``peak``, attention core at ``peak_other``, memory-bound work and softmax at ``hbm``; and the
+    backward's memory-bound work (``mem_bwd``): 2 x the forward's, or with ``foundry``
+    (``training.elementwise_kernels = "llm-foundry"``) MPT's eager kernels counted one by one
+    (calibration.FOUNDRY_*; with ``unpad`` also flash-attn's varlen (un)padding copies; counted at
+    tp = 1 and divided by t)."""
     sq, h = m.seq_len, m.hidden
     tokens_mb = b * sq / cp
     gemm_flops = layer_gemm_flops_per_token(m) * tokens_mb / t
@@ -99,7 +103,15 @@ def layer_compute(m: ModelSpec, b, cp, t, sp, flash, peak, peak_other, hbm, cast
     cast_bytes = cast_bytes_per_element * cast_elements_per_token_layer(m) * tokens_mb / t  # issue 11
     t_mem = (act_fn_bytes + repl_bytes + cast_bytes) / hbm
     t_softmax = softmax_bytes / hbm
-    return {"gemm": t_gemm, "attn": t_attn, "mem": t_mem, "softmax": t_softmax}
+    fnd = np.asarray(foundry) > 0
+    pad = np.asarray(unpad) > 0
+    fwd_sbh = cal.FOUNDRY_FWD_BYTES_PER_SBH + where(pad, cal.FOUNDRY_UNPAD_FWD_BYTES_PER_SBH, 0.0)
+    bwd_sbh = cal.FOUNDRY_BWD_BYTES_PER_SBH + where(pad, cal.FOUNDRY_UNPAD_BWD_BYTES_PER_SBH, 0.0)
+    t_mem_fnd = (fwd_sbh * sbh / t + act_fn_bytes + cast_bytes) / hbm
+    t_bwd_fnd = (bwd_sbh * sbh / t + cal.FOUNDRY_BWD_BYTES_PER_FFN_ELEMENT * tokens_mb * f / t
+                 + 2.0 * cast_bytes) / hbm
+    return {"gemm": t_gemm, "attn": t_attn, "mem": where(fnd, t_mem_fnd, t_mem),
+            "mem_bwd": where(fnd, t_bwd_fnd, 2.0 * t_mem), "softmax": t_softmax}
 
 
 def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
@@ -124,12 +136,14 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     attn_flops = layer_attention_flops_per_token(m) * tokens_mb / t
     sbh = tokens_mb * h
     f = mlp_inner_width(m)
-    args = (b, cp, t, sp, flash, peak, peak_other, hbm, recipe.cast_bytes_per_element)
+    args = (b, cp, t, sp, flash, peak, peak_other, hbm, recipe.cast_bytes_per_element, recipe.foundry_kernels,
+            recipe.foundry_unpad)
     n = max(np.size(a) for a in args)
     rows = (UniqueRows(list(args) + varying(n, m), n)
             if n > 1 and sharing_allowed(c) else None)
     lt = per_rows(lambda *a: layer_compute(*a, c), rows, m, *args)
     t_gemm, t_attn, t_mem, t_softmax = lt["gemm"], lt["attn"], lt["mem"], lt["softmax"]
+    t_mem_bwd = lt["mem_bwd"]
     tp_bytes = ACT_BYTES * sbh
     tp_collective = where(sp, 2 * fab.all_gather(tp_bytes, 1.0, t) + 2 * fab.reduce_scatter(tp_bytes, 1.0, t),
                              2 * fab.all_reduce(tp_bytes, 1.0, t))
@@ -140,8 +154,9 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     # or with TP overlap pipelined with the GEMMs they feed (forward: the layer's GEMMs; backward:
     # data- and weight-gradient GEMMs, twice as long) at the overlap slowdown (explore.model.overlap)
     other_fwd = t_attn + t_mem + t_softmax
+    other_bwd = 2.0 * (t_attn + t_softmax) + t_mem_bwd
     fwd_compute = t_gemm + other_fwd
-    bwd_compute = 2.0 * fwd_compute
+    bwd_compute = 2.0 * t_gemm + other_bwd
 
     # --- issue 11: MoE all-to-all (moe.py, topologies/alltoall.py) and ring attention (context.py)
     # dispatch + combine per MoE layer forward, their gradients backward; the ep group has stride etp.
@@ -169,7 +184,7 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     ov_tp = plan.overlap_tp_comm
     fwd_wall = where(ov_tp, overlap.hide(t_gemm, tp_collective, kappa) + other_fwd,
                         fwd_compute + tp_collective) + frontier_fwd
-    bwd_wall = where(ov_tp, overlap.hide(2.0 * t_gemm, tp_collective, kappa) + 2.0 * other_fwd,
+    bwd_wall = where(ov_tp, overlap.hide(2.0 * t_gemm, tp_collective, kappa) + other_bwd,
                         bwd_compute + tp_collective) + frontier_bwd
     rc_full = plan.recompute == 2
     rc_sel = plan.recompute == 1
@@ -180,10 +195,14 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     logit_flops = logits_flops_per_token(m) * tokens_mb / t
     # (the unfused fp32 cross-entropy kernels, cal.LOGITS_*_BYTES_PER_ELEMENT); the input
     # embedding's dense gradient is added into the fp32 main gradient on the first stage
+    # (llm-foundry: flash-attn's Triton cross-entropy on the bf16 logits, cal.FOUNDRY_LOGITS_*)
+    fnd = np.asarray(recipe.foundry_kernels) > 0
+    logit_fwd_bytes = where(fnd, cal.FOUNDRY_LOGITS_FWD_BYTES_PER_ELEMENT, cal.LOGITS_FWD_BYTES_PER_ELEMENT)
+    logit_bwd_bytes = where(fnd, cal.FOUNDRY_LOGITS_BWD_BYTES_PER_ELEMENT, cal.LOGITS_BWD_BYTES_PER_ELEMENT)
     head_fwd = (logit_flops / (peak_other * c.gemm_efficiency) + c.gemm_overhead_s
-                + cal.LOGITS_FWD_BYTES_PER_ELEMENT * tokens_mb * m.vocab / t / hbm)
+                + logit_fwd_bytes * tokens_mb * m.vocab / t / hbm)
     head_bwd = (2.0 * logit_flops / (peak_other * c.gemm_efficiency) + 2 * c.gemm_overhead_s
-                + cal.LOGITS_BWD_BYTES_PER_ELEMENT * tokens_mb * m.vocab / t / hbm)
+                + logit_bwd_bytes * tokens_mb * m.vocab / t / hbm)
     emb_bwd = cal.EMBEDDING_GRAD_BYTES_PER_PARAM * m.vocab * h / t / hbm
 
     # --- 1F1B steady state: each slot is one forward and one backward of the slowest stage;

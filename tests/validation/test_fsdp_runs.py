@@ -3,9 +3,10 @@ communication-bound group, out of sample.
 
 The group is held out of every fit (explore.validation.HELD_OUT_GROUPS), so the shipped constants
 (explore/model/calibration.py) were fitted without it and its errors below are out of sample.
-Measured with the constants of this commit: MAPE 9.30 % over 20 runs, worst 23.1 % (MPT-1B, 512 H100,
-too fast); activation-checkpointed FULL_SHARD runs 3.3 %; every H100 run too fast. Bounds are those
-figures plus a small margin (the MAPE bound is issue 10's 10 %).
+Measured with the constants of this commit: MAPE 10.56 % over 20 runs (above issue 10's 10 %), worst
+23.0 % (MPT-1B, 512 H100, too fast); activation-checkpointed FULL_SHARD runs 5.3 % (worst 9.1 %); every
+H100 run too fast, those without activation checkpointing by 13.2-23.0 %. Bounds are those figures plus a
+small margin: they record where the model stands, not a target.
 """
 import copy
 
@@ -32,6 +33,14 @@ def test_group_is_complete_and_held_out():
     assert F.GROUP in V.COMM_GROUPS
 
 
+def test_prefetch_follows_the_script_that_ran():
+    """H100 table: sweep.py passes BACKWARD_PRE (llm-foundry 5e85bd62d); A100 table: Composer's
+    default BACKWARD_POST."""
+    for run_id, sc, _, _ in CASES:
+        want = "pre" if "_h100_" in run_id else "post"
+        assert sc["parallelism"]["backward_prefetch"] == want, run_id
+
+
 @pytest.mark.parametrize("run_id", [c[0] for c in CASES])
 def test_every_fsdp_run_is_valid_and_fits_memory(run_id):
     sc = dict((c[0], c[1]) for c in CASES)[run_id]
@@ -40,32 +49,38 @@ def test_every_fsdp_run_is_valid_and_fits_memory(run_id):
     assert float(ds["memory_per_device_bytes"][0]) <= 80e9
 
 
-def test_out_of_sample_mape_within_10_percent(errors):
+def test_out_of_sample_mape_within_11_percent(errors):
     e = np.array(list(errors.values()))
-    assert np.mean(np.abs(e)) <= 0.10, f"MAPE {100 * np.mean(np.abs(e)):.2f} %"
-    assert np.max(np.abs(e)) <= 0.24, f"worst {100 * np.max(np.abs(e)):.2f} %"
+    assert np.mean(np.abs(e)) <= 0.11, f"MAPE {100 * np.mean(np.abs(e)):.2f} %"
+    assert np.max(np.abs(e)) <= 0.235, f"worst {100 * np.max(np.abs(e)):.2f} %"
 
 
-def test_checkpointed_full_shard_runs_within_4_percent(errors):
+def test_checkpointed_full_shard_runs_within_6_percent(errors):
     e = np.array([v for k, v in errors.items() if F.SUBTABLES[next(iter(F.SUBTABLES))](k)])
     assert len(e) == 9
-    assert np.mean(np.abs(e)) <= 0.04 and np.max(np.abs(e)) <= 0.07
+    assert np.mean(np.abs(e)) <= 0.06 and np.max(np.abs(e)) <= 0.10
 
 
 def test_model_is_still_optimistic_on_every_h100_run(errors):
-    """Honest sign: the model is too fast on all 18 H100 runs (README, 'still optimistic')."""
+    """Honest sign: the model is too fast on all 18 H100 runs, on the 9 without activation
+    checkpointing by 13.2-23.0 %, even with MPT's eager memory-bound kernels counted (README, 'still
+    optimistic')."""
     assert all(v < 0 for k, v in errors.items() if "_h100_" in k)
+    e = [v for k, v in errors.items() if "_h100_" in k and k.split("_")[2] in ("1b", "3b", "7b")]
+    assert len(e) == 9 and all(-0.235 <= v <= -0.12 for v in e), e
 
 
-def test_step_time_rises_with_gpus_as_published():
-    """Published step time grows from 128 to 512 GPUs for every model (2.6-10.8 %); the model's
-    rises too (less: 0.2-3.9 %), never falls."""
+def test_step_time_growth_with_gpus_is_not_reproduced():
+    """Published step time grows from 128 to 512 GPUs for every model (2.6-10.8 %). With FSDP's
+    BACKWARD_PRE prefetch (what sweep.py ran) the model hides every gather and reduce-scatter at all
+    three scales, so its step stays flat (within 0.5 %; the optimizer shard shrinks): an open gap
+    (README, 'still optimistic')."""
     by = {c[0]: c for c in CASES}
     pred = dict(zip(by, V.predict(CASES)))
     for size in ("1b", "3b", "7b", "13b", "30b", "70b"):
         lo, hi = f"{F.GROUP}_h100_{size}_128", f"{F.GROUP}_h100_{size}_512"
-        assert by[hi][3] > by[lo][3]
-        assert pred[hi] >= pred[lo]
+        assert by[hi][3] / by[lo][3] - 1 >= 0.025
+        assert abs(pred[hi] / pred[lo] - 1) <= 0.005
 
 
 def test_backward_prefetch_post_exposes_the_backward_gathers_at_line_rate_or_slower():
@@ -74,6 +89,7 @@ def test_backward_prefetch_post_exposes_the_backward_gathers_at_line_rate_or_slo
     bytes) through its 8 x 400 Gb/s NICs, so 80 layers take at least 80 x that / 400 GB/s; NCCL
     reaches well over half of line rate on such messages (collective_bench.csv), so at most 2 x."""
     sc = copy.deepcopy(dict((c[0], c[1]) for c in CASES)[f"{F.GROUP}_h100_70b_512"])
+    sc["parallelism"]["backward_prefetch"] = "post"
     post = explore.evaluate(sc, keep_invalid=True)
     sc["parallelism"]["backward_prefetch"] = "pre"
     pre = explore.evaluate(sc, keep_invalid=True)
