@@ -12,16 +12,21 @@ the model's error under four readings, no constant fitted:
   (gathers on the critical path; DeepSpeed PR #1188: "the async version is not async at all"),
   regathered in the recompute, the per-weight list reduce-scatter of the gradients, and the small
   (persistent) parameters regathered rank by rank after each step; PyTorch's list collectives copy
-  each rank's chunk with its own launch (pytorch/pytorch torch/lib/c10d/ProcessGroupNCCL.cpp),
-  charged at the catalog's ``list_collective_per_rank_s`` (2.2 us, a measured launch: a lower bound).
+  each rank's chunk from C++ (pytorch/pytorch torch/lib/c10d/ProcessGroupNCCL.cpp), DeepSpeed builds
+  each list in Python, a tensor call or two per rank. Every per-rank item at its cited parts
+  (hwmodels/catalog/collectives.toml): a copy = ``copy_launch_s`` 2.2 us + ``aten_call_s`` 1.0 us,
+  a Python tensor call ``python_tensor_call_s`` 2.0 us: 5.2 us per rank and gather, 7.2 us per
+  rank and reduce-scatter, 10.2 us per rank and regathered small parameter.
+* ``launch only``: the same, each per-rank item at one launch (2.2 us; the previous reading).
 * ``+ all-reduce``: also the gradient reduction exposed and as an all-reduce (twice the
-  reduce-scatter's ring volume): with ``contiguous_gradients`` at its stage-3 default (false)
+  reduce-scatter's ring time, without the per-rank list work of the reduce-scatters): with ``contiguous_gradients`` at its stage-3 default (false)
   ``reduce_ipg_grads`` falls back to ``buffered_reduce_fallback``, a ``dist.all_reduce`` of each
   bucket over the whole data-parallel group.
 
-Then the per-rank host time per list call that each run would need for a zero error, and the one
-that would make the published plateau (175B: 768 -> 1,536 GPUs; 530B: 1,120 -> 2,240) flat: the
-step is linear in that time, so two evaluations give it. These are implied figures, not fits.
+Then the host time per rank and item beyond the cited parts (added to every per-rank item: gather,
+reduce-scatter, regathered parameter) that each run would need for a zero error, and the one that
+would make the published plateau (175B: 768 -> 1,536 GPUs; 530B: 1,120 -> 2,240) flat: the step is
+linear in it, so two evaluations give it. These are implied figures, not fits.
 Run: python benchmarks/zero3_bounds.py
 """
 import copy
@@ -33,10 +38,11 @@ from explore import validation as v
 from explore.evaluate import evaluate
 
 
-def _eval(sc, per_rank_s=None):
+def _eval(sc, **lib):
+    """Evaluate one scenario with catalog figures replaced (copy_launch_s, aten_call_s, ...)."""
     orig = fabric.library
-    if per_rank_s is not None:
-        fabric.library = lambda name="nccl": {**orig(name), "list_collective_per_rank_s": per_rank_s}
+    if lib:
+        fabric.library = lambda name="nccl": {**orig(name), **lib}
     try:
         r = evaluate(sc, keep_invalid=True)
     finally:
@@ -54,34 +60,41 @@ def coalesced(sc):
 
 def main() -> None:
     cases = [c for c in v.load_cases() if v.group_of(c[0]) == "zero3n21"]
-    cat = float(fabric.library()["list_collective_per_rank_s"])
-    rows, errs, lin = [], {"coalesced": [], "DeepSpeed 2021": [], "+ all-reduce": []}, {}
+    lib = fabric.library()
+    launch, aten, py = (float(lib[k]) for k in ("copy_launch_s", "aten_call_s", "python_tensor_call_s"))
+    keys = ("coalesced", "launch only", "DeepSpeed 2021", "+ all-reduce")
+    rows, errs, lin = [], {k: [] for k in keys}, {}
     for rid, sc, _, t in cases:
         co = _eval(coalesced(sc))["step_time_s"]
+        lo = _eval(sc, aten_call_s=0.0, python_tensor_call_s=0.0)["step_time_s"]
         ds = _eval(sc)
         s2 = copy.deepcopy(sc)
         s2["parallelism"]["overlap_grad_reduce"] = False
         ser = _eval(s2)
-        allred = ser["step_time_s"] + ser["time_s_dp_comm"]   # ring all-reduce = 2 x reduce-scatter
-        a = _eval(sc, 0.0)["step_time_s"]                       # step = a + b * per-rank time
-        b = (ds["step_time_s"] - a) / cat
+        # ring all-reduce = 2 x the reduce-scatter's NCCL time, and a flat bucket takes no per-rank list
+        nccl = _eval(s2, copy_launch_s=0.0, aten_call_s=0.0, python_tensor_call_s=0.0)["time_s_dp_comm"]
+        allred = ser["step_time_s"] - ser["time_s_dp_comm"] + 2.0 * nccl
+        a = ds["step_time_s"]                                    # step = a + b * extra per-rank time
+        b = (_eval(sc, copy_launch_s=launch + 1e-6)["step_time_s"] - a) / 1e-6
         lin[rid] = (a, b)
-        for k, p in zip(errs, (co, ds["step_time_s"], allred)):
+        for k, p in zip(keys, (co, lo, a, allred)):
             errs[k].append(p / t - 1.0)
-        rows.append((rid, t, co, ds["step_time_s"], allred, (t - a) / b))
-    print(f"per-rank time per list call (catalog): {cat * 1e6:.1f} us")
-    print(f"{'run':26s} {'published':>9s} {'coalesced':>16s} {'DeepSpeed 2021':>16s} {'+ all-reduce':>16s}"
-          f" {'per-rank us for 0 error':>24s}")
-    for rid, t, a, b, c, need in rows:
-        print(f"{rid:26s} {t:9.2f} {a:8.2f} {a / t - 1:+7.1%} {b:8.2f} {b / t - 1:+7.1%} "
-              f"{c:8.2f} {c / t - 1:+7.1%} {need * 1e6:24.1f}")
+        rows.append((rid, t, co, lo, a, allred, (t - a) / b))
+    print(f"per-rank host time (catalog): copy {(launch + aten) * 1e6:.1f} us (launch {launch * 1e6:.1f} + ATen "
+          f"call {aten * 1e6:.1f}), Python tensor call {py * 1e6:.1f} us: {(launch + aten + py) * 1e6:.1f} us per "
+          f"gather, {(launch + aten + 2 * py) * 1e6:.1f} us per reduce-scatter, {(launch + 4 * py) * 1e6:.1f} us "
+          f"per regathered parameter")
+    print(f"{'run':26s} {'published':>9s}" + "".join(f" {k:>16s}" for k in keys)
+          + f" {'extra us for 0 error':>21s}")
+    for rid, t, *p, need in rows:
+        print(f"{rid:26s} {t:9.2f}" + "".join(f" {x:8.2f} {x / t - 1:+7.1%}" for x in p) + f" {need * 1e6:21.1f}")
     print("MAPE: " + "  ".join(f"{k} {100 * np.mean(np.abs(e)):.1f} %" for k, e in errs.items()))
     for lo, hi in (("zero3n21_t2_175B_768", "zero3n21_t2_175B_1536"),
                    ("zero3n21_t2_530B_1120", "zero3n21_t2_530B_2240")):
         (a0, b0), (a1, b1) = lin[lo], lin[hi]
         print(f"flat {lo.split('_')[2]} {lo.rsplit('_', 1)[1]} -> {hi.rsplit('_', 1)[1]} GPUs needs "
-              f"{(a0 - a1) / (b1 - b0) * 1e6:.1f} us per rank and list call "
-              f"(model at the catalog's {cat * 1e6:.1f} us: {a0 + b0 * cat:.1f} -> {a1 + b1 * cat:.1f} s)")
+              f"{(a0 - a1) / (b1 - b0) * 1e6:.1f} us more per rank and item "
+              f"(model at the cited figures: {a0:.1f} -> {a1:.1f} s, {a1 / a0 - 1:+.1%})")
 
 
 if __name__ == "__main__":

@@ -170,7 +170,21 @@ SCHEMA: dict[str, dict[str, Field]] = {
                                   doc="data-parallel all-gathers and reduce-scatters take a list of one tensor per "
                                       "rank (torch.distributed.all_gather / reduce_scatter before _all_gather_base, "
                                       "as DeepSpeed 2021 stage 3): each call adds host work per rank "
-                                      "(hwmodels/catalog/collectives.toml list_collective_per_rank_s)"),
+                                      "(hwmodels/catalog/collectives.toml copy_launch_s + aten_call_s)"),
+        "list_gather_host_calls": Field("float", 0.0, lo=0, hi=16,
+                                        doc="Python tensor calls per rank that the caller of a list-form "
+                                            "all-gather makes to build its list, each at the catalog's "
+                                            "python_tensor_call_s (DeepSpeed 2021 stage 3 _allgather_param: 1, "
+                                            "a narrow() view per rank); 0: none, or no list collectives"),
+        "list_reduce_host_calls": Field("float", 0.0, lo=0, hi=16,
+                                        doc="Python tensor calls per rank that the caller of a list-form "
+                                            "reduce-scatter makes to build its list (DeepSpeed 2021 stage 3 "
+                                            "_reduce_scatter_gradient: 2, view() and narrow() per rank)"),
+        "zero3_replicated_host_calls": Field("float", 0.0, lo=0, hi=16,
+                                             doc="Python tensor calls per rank for each small ZeRO-3 parameter "
+                                                 "regathered after the step, besides its copy's launch "
+                                                 "(DeepSpeed 2021 stage 3 _allgather_params: 4, narrow, view, "
+                                                 "narrow and copy_)"),
         "backward_prefetch": Field("choice", "pre", choices=("pre", "post"),
                                    doc="ZeRO-3 / FSDP FULL_SHARD backward all-gathers: pre (the next layer's gather "
                                        "is issued before the current layer's gradient computation and hidden under "

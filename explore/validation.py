@@ -83,9 +83,12 @@ GROUP_ASSUMPTIONS = {
                  "path: overlap_param_gather off); every forward releases its weights, so the recompute "
                  "gathers again (zero3_gather_passes 3; from v0.3.14 no trace keeps them); torch.distributed's "
                  "list-form all_gather / reduce_scatter (list_collectives: one copy per rank and call, "
-                 "pytorch/pytorch torch/lib/c10d/ProcessGroupNCCL.cpp); the 8 small parameters per layer "
-                 "re-gathered after each optimizer step by a copy per rank (_post_step -> _allgather_params; "
-                 "zero3_replicated_params_per_layer 8); the gradient reduce-scatter per weight matrix "
+                 "pytorch/pytorch torch/lib/c10d/ProcessGroupNCCL.cpp), each list built in Python by a "
+                 "narrow() per rank for a gather and a view() and narrow() per rank for a reduce-scatter "
+                 "(list_gather_host_calls 1, list_reduce_host_calls 2); the 8 small parameters per layer "
+                 "re-gathered after each optimizer step by a copy per rank from Python (_post_step -> "
+                 "_allgather_params; zero3_replicated_params_per_layer 8, with narrow, view, narrow and copy_ "
+                 "per rank: zero3_replicated_host_calls 4); the gradient reduce-scatter per weight matrix "
                  "(contiguous_gradients on, as DeepSpeedExamples' Megatron ZeRO-3 config; the stage-3 default "
                  "all-reduces: benchmarks/zero3_bounds.py); memory as DeepSpeed's runtime (ZeRO-3 gathers per "
                  "submodule: explore/model/runtime_memory.py)"),
@@ -99,7 +102,8 @@ GROUP_ASSUMPTIONS[fsdp.GROUP] = fsdp.ASSUMPTIONS
 
 
 DEEPSPEED_2021_ZERO3 = {"zero3_calls_per_layer": 4.0, "zero3_gather_passes": 3.0, "list_collectives": True,
-                       "zero3_replicated_params_per_layer": 8.0}
+                       "zero3_replicated_params_per_layer": 8.0, "list_gather_host_calls": 1.0,
+                       "list_reduce_host_calls": 2.0, "zero3_replicated_host_calls": 4.0}
 """DeepSpeed 2021 stage 3 on a Megatron GPT layer, counted from its code (GROUP_ASSUMPTIONS["zero3n21"];
 tests/validation/test_published_runs.py enumerates them from the layer's parameter shapes)."""
 

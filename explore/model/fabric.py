@@ -77,7 +77,12 @@ class Fabric:
         self.ll_intra = float(lib["low_latency_bandwidth_fraction_intra"])
         self.ll_net = float(lib["low_latency_bandwidth_fraction_net"])
         self.nvls_lat = float(lib["nvls_latency_s"])
-        self.list_rank_s = float(lib["list_collective_per_rank_s"])
+        # host work per rank of a list-form collective (catalog, each figure cited there): the
+        # copy ProcessGroupNCCL issues per rank from C++ (its ATen call and its launch), and one
+        # Python tensor call for each the caller makes per rank
+        self.launch_s = float(lib["copy_launch_s"])
+        self.list_rank_s = self.launch_s + float(lib["aten_call_s"])
+        self.py_call_s = float(lib["python_tensor_call_s"])
         self.tuning = coll.NcclTuning(
             tuple(map(tuple, lib["tuning_base_latency_s"])), tuple(map(tuple, lib["tuning_nvlink_latency_s"])),
             tuple(map(tuple, lib["tuning_net_latency_s"])), float(lib["tuning_net_overhead_s"]),
@@ -250,12 +255,21 @@ class Fabric:
     def all_gather(self, size_bytes, stride, n, calls=1.0):
         return self.reduce_scatter(size_bytes, stride, n, calls)
 
-    def list_overhead(self, n, calls=1.0):
-        """Host work of ``calls`` list-form all-gathers or reduce-scatters over n ranks: one
-        copy between the flat NCCL buffer and each rank's tensor, plus the caller's view of it
-        (``list_collective_per_rank_s`` per rank and call; 0 for one rank)."""
+    def list_overhead(self, n, calls=1.0, host_calls=0.0):
+        """Host work of ``calls`` list-form all-gathers or reduce-scatters over n ranks:
+        calls * n * (copy_launch_s + aten_call_s + host_calls * python_tensor_call_s), the copy
+        between the flat NCCL buffer and each rank's tensor (PyTorch's ProcessGroupNCCL) plus the
+        caller's ``host_calls`` Python tensor calls per rank to build the list; 0 for one rank."""
         n = np.asarray(n, dtype=float)
-        return np.asarray(calls, dtype=float) * where(n > 1, n * self.list_rank_s, 0.0)
+        per_rank = self.list_rank_s + np.asarray(host_calls, dtype=float) * self.py_call_s
+        return np.asarray(calls, dtype=float) * where(n > 1, n * per_rank, 0.0)
+
+    def rank_copies(self, n, copies=1.0, host_calls=0.0):
+        """Host work of ``copies`` copies per rank issued from Python, rank by rank:
+        copies * n * (copy_launch_s + host_calls * python_tensor_call_s); 0 for one rank."""
+        n = np.asarray(n, dtype=float)
+        per_rank = self.launch_s + np.asarray(host_calls, dtype=float) * self.py_call_s
+        return np.asarray(copies, dtype=float) * where(n > 1, n * per_rank, 0.0)
 
     def reconfiguration_stall(self, stride, n):
         """Circuit reconfiguration charged once per step on a group that leaves its domain."""

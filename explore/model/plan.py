@@ -54,6 +54,9 @@ class ParallelPlan:
     zero3_gather_passes: np.ndarray = 2.0     # ZeRO-3 gathers per layer and microbatch
     list_collectives: np.ndarray = False      # DP gathers / reduce-scatters take a per-rank tensor list
     zero3_replicated_params_per_layer: np.ndarray = 0.0  # small ZeRO-3 params re-gathered rank by rank per step
+    list_gather_host_calls: np.ndarray = 0.0    # caller's Python tensor calls per rank per list all-gather
+    list_reduce_host_calls: np.ndarray = 0.0    # ... per rank per list reduce-scatter
+    zero3_replicated_host_calls: np.ndarray = 0.0  # ... per rank per regathered small parameter
     backward_prefetch_post: np.ndarray = False  # ZeRO-3 backward gathers on the critical path (step.py)
 
     @classmethod
@@ -88,6 +91,9 @@ class ParallelPlan:
                   zero3_gather_passes=v["parallelism.zero3_gather_passes"].astype(float),
                   list_collectives=np.asarray(v["parallelism.list_collectives"], bool),
                   zero3_replicated_params_per_layer=v["parallelism.zero3_replicated_params_per_layer"].astype(float),
+                  list_gather_host_calls=v["parallelism.list_gather_host_calls"].astype(float),
+                  list_reduce_host_calls=v["parallelism.list_reduce_host_calls"].astype(float),
+                  zero3_replicated_host_calls=v["parallelism.zero3_replicated_host_calls"].astype(float),
                   backward_prefetch_post=np.asarray(v["parallelism.backward_prefetch"]) == "post",
                   grad_bucket_params=bucket_params(v, dp))
         return cls(**{k: fit(a, n) for k, a in kw.items()})   # constants stay length 1

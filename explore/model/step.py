@@ -26,8 +26,10 @@ the backward pass of the last microbatch when enabled; ZeRO-3 all-gathers the
 parameters for every microbatch's forward and backward (``zero3_gather_passes``; 3 when
 the recompute gathers again), in ``zero3_calls_per_layer`` collectives per layer, each
 paying its latency; list-form collectives (``list_collectives``) add a host copy per rank
-and call, and ``zero3_replicated_params_per_layer`` small parameters are regathered rank by
-rank after the step (DeepSpeed 2021 stage 3: explore/validation.py DEEPSPEED_2021_ZERO3).
+and call plus the caller's Python tensor calls per rank (``list_gather_host_calls``,
+``list_reduce_host_calls``), and ``zero3_replicated_params_per_layer`` small parameters are
+regathered rank by rank after the step (``zero3_replicated_host_calls`` Python calls and a copy
+each; DeepSpeed 2021 stage 3: explore/validation.py DEEPSPEED_2021_ZERO3).
 
 Issue 11 (marked blocks): context parallelism holds s/cp tokens per rank and
 exchanges key/value blocks in a ring (``context.py``), MoE layers add the expert
@@ -281,10 +283,11 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
         ag = where((zero >= 1) & (zero <= 2), fab.all_gather(size * 2.0, stride, n, buckets), 0.0)
         layer = fab.all_gather(size * 2.0 / n_full, stride, n, k3)
         if lists:   # list-form calls: host work per rank and call (all-reduce takes one tensor)
-            lst = where(plan.list_collectives, fab.list_overhead(n), 0.0)
-            red = red + where(zero >= 1, calls * lst, 0.0)
-            ag = ag + where((zero >= 1) & (zero <= 2), buckets * lst, 0.0)
-            layer = layer + k3 * lst
+            lst_g = where(plan.list_collectives, fab.list_overhead(n, 1.0, plan.list_gather_host_calls), 0.0)
+            lst_r = where(plan.list_collectives, fab.list_overhead(n, 1.0, plan.list_reduce_host_calls), 0.0)
+            red = red + where(zero >= 1, calls * lst_r, 0.0)
+            ag = ag + where((zero >= 1) & (zero <= 2), buckets * lst_g, 0.0)
+            layer = layer + k3 * lst_g
         red = where(active, red, 0.0)
         ag = where(active, ag, 0.0)
         layer = where(active, layer, 0.0)
@@ -321,9 +324,10 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     z3_serial = where(ov_ag, z3_post, t_z3)
     if np.any(plan.zero3_replicated_params_per_layer > 0):
         # DeepSpeed 2021 stage 3 re-gathers its replicated small parameters after the optimizer
-        # step, one copy per parameter and rank (_post_step -> _allgather_params), on the host path
-        z3_serial = z3_serial + where(z3, n_full * plan.zero3_replicated_params_per_layer
-                                      * fab.list_overhead(dpc), 0.0)
+        # step, one copy per parameter and rank issued from Python (_post_step -> _allgather_params),
+        # on the host path
+        z3_serial = z3_serial + where(z3, fab.rank_copies(dpc, n_full * plan.zero3_replicated_params_per_layer,
+                                                          plan.zero3_replicated_host_calls), 0.0)
     ov_total = s_rs + s_ag + s_z3
     z3_share = where(ov_total > 0, s_z3 / where(ov_total > 0, ov_total, 1.0), 0.0)
     overlap_cost = wall - compute_wall           # exposed + slowdown of the overlapped streams

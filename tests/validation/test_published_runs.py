@@ -96,17 +96,19 @@ ZERO3 = [c for c in CASES if V.group_of(c[0]) == "zero3n21"]
 def test_zero3_group_is_held_out_with_its_error_bounded():
     """Narayanan et al. 2021 Table 2, DeepSpeed ZeRO-3 without model parallelism (6 runs, held out of
     every fit), with DeepSpeed 2021 stage 3 as its code runs (per-weight list-form gathers on the
-    critical path, regathered in the recompute, small parameters regathered rank by rank each step;
-    explore.validation.DEEPSPEED_2021_ZERO3): still too fast on every run, by 17-25 % where the
-    published runs are compute-bound (384 / 640 GPUs) and by 37-55 % beyond, at the cited lower
-    bound of the per-rank copy (README "Where the model is still wrong"). Honest bound on today's
-    out-of-sample error (MAPE 36.8 %, max 55.2 %): not a pass mark, a guard against getting worse."""
+    critical path, regathered in the recompute, small parameters regathered rank by rank each step,
+    each list built in Python per rank; explore.validation.DEEPSPEED_2021_ZERO3) and its per-rank
+    host work at the cited parts (hwmodels/catalog/collectives.toml: copy launch 2.2 us + ATen call
+    1.0 us per copy, 2.0 us per Python tensor call): still too fast on every run, by 13-23 % where the
+    published runs are compute-bound (384 / 640 GPUs) and by 26-42 % beyond (README "Where the model
+    is still wrong"). Honest bound on today's out-of-sample error (MAPE 26.9 %, max 42.4 %): not a
+    pass mark, a guard against getting worse."""
     assert "zero3n21" in V.HELD_OUT_GROUPS
     assert len(ZERO3) == 6
     e = V.errors(ZERO3)
     assert np.all(e < 0), e
-    assert float(np.mean(np.abs(e))) <= 0.40
-    assert float(np.max(np.abs(e))) <= 0.58
+    assert float(np.mean(np.abs(e))) <= 0.29
+    assert float(np.max(np.abs(e))) <= 0.45
 
 
 def _coalesced(case):
@@ -121,12 +123,13 @@ def _coalesced(case):
     return rid, s, kind, t
 
 
-def test_zero3_deepspeed_2021_code_paths_bite_but_do_not_make_the_plateau():
+def test_zero3_deepspeed_2021_code_paths_make_the_175b_plateau_not_the_530b_one():
     """Against the coalesced reading (the scenarios before DeepSpeed's code was modelled: MAPE 54 %),
-    DeepSpeed 2021's code paths slow every run by >= 8 points, more at more ranks (per-rank copies and
-    ring latency grow with N). The plateau does not emerge at the cited 2.2 us per rank: the model's
-    175B step still falls by > 15 % from 768 to 1,536 GPUs and 530B's by > 20 % from 1,120 to 2,240,
-    where the published steps stay flat (66.75 / 66.75 s; 180 / 184 s)."""
+    DeepSpeed 2021's code paths slow every run by >= 8 points, more at more ranks (per-rank copies,
+    Python calls and ring latency grow with N). At the cited per-rank host costs the 175B step stops
+    falling from 768 to 1,536 GPUs (within 5 %; published 66.75 s on both, the model's level 26 % below
+    it), while 530B's still falls by > 10 % from 1,120 to 2,240, where the published step stays flat
+    (180 / 184 s): 8.3 us more per rank and item would be needed (benchmarks/zero3_bounds.py)."""
     e_ds, e_co = V.errors(ZERO3), V.errors([_coalesced(c) for c in ZERO3])
     assert float(np.mean(np.abs(e_co))) > 0.50
     assert np.all(e_ds > e_co + 0.08), (e_co, e_ds)
@@ -135,8 +138,8 @@ def test_zero3_deepspeed_2021_code_paths_bite_but_do_not_make_the_plateau():
         g = [gain[f"zero3n21_t2_{model}_{n}"] for n in counts]
         assert g[0] < g[1] < g[2], (model, g)
     steps = {c[0]: (1 + e) * c[3] for c, e in zip(ZERO3, e_ds)}
-    assert steps["zero3n21_t2_175B_1536"] < 0.85 * steps["zero3n21_t2_175B_768"]
-    assert steps["zero3n21_t2_530B_2240"] < 0.80 * steps["zero3n21_t2_530B_1120"]
+    assert 0.95 < steps["zero3n21_t2_175B_1536"] / steps["zero3n21_t2_175B_768"] < 1.05
+    assert steps["zero3n21_t2_530B_2240"] < 0.90 * steps["zero3n21_t2_530B_1120"]
 
 
 # Megatron-LM GPT layer (DeepSpeedExamples Megatron-LM-v1.1.5-ZeRO3, mpu/layers.py, model/transformer.py):
@@ -173,8 +176,12 @@ def test_deepspeed_2021_call_counts_from_the_layer_shapes(preset):
 
 def test_list_collective_copies_match_an_enumeration_of_a_deepspeed_step():
     """Step-time difference of DeepSpeed 2021's list-form collectives and per-rank small-parameter
-    regather against an explicit walk over one optimizer step (serial: no overlap flags), each
-    list call or regathered parameter adding one copy per rank at the catalog's per-rank time."""
+    regather against an explicit walk over one optimizer step (serial: no overlap flags), with the
+    host work per rank read off DeepSpeed v0.3.14's code (partition_parameters.py) and PyTorch's
+    ProcessGroupNCCL: each list call copies once per rank from C++ (a launch and an ATen call), each
+    list is built by Python tensor calls per rank (a gather: narrow; a reduce-scatter: view, narrow),
+    each regathered parameter takes narrow, view, narrow and copy_ per rank from Python and the copy's
+    launch."""
     import copy
     from explore.evaluate import evaluate
     from explore.model.fabric import library
@@ -189,14 +196,24 @@ def test_list_collective_copies_match_an_enumeration_of_a_deepspeed_step():
           "system": {"accelerator": "a100-sxm-80gb", "devices": n_ranks, "scale_up": {"size": 8, "link": "nvlink3"},
                      "scale_out": {"topology": "fat-tree", "link": "ib-hdr-200", "nics_per_device": 1.0}}}
     lists = copy.deepcopy(sc)
-    lists["parallelism"].update(list_collectives=True, zero3_replicated_params_per_layer=8.0)
+    lists["parallelism"].update(list_collectives=True, zero3_replicated_params_per_layer=8.0,
+                                list_gather_host_calls=1.0, list_reduce_host_calls=2.0,
+                                zero3_replicated_host_calls=4.0)
     step = lambda s: float(evaluate(s, keep_invalid=True)["step_time_s"][0])  # noqa: E731
-    copies = 0
+    lib = library()
+    cost = {"launch": float(lib["copy_launch_s"]), "aten": float(lib["aten_call_s"]),
+            "python": float(lib["python_tensor_call_s"])}
+    host = []                                       # every host action of the step, by kind
     for _ in range(mb_count):                       # each microbatch
         for _ in range(layers):
             for _phase in ("forward", "recompute", "backward"):
-                copies += 4 * n_ranks               # one list all-gather per weight matrix
-            copies += 4 * n_ranks                   # one list reduce-scatter per weight gradient
-    copies += layers * 8 * n_ranks                  # _post_step: each small parameter, rank by rank
-    want = copies * float(library()["list_collective_per_rank_s"])
+                for _w in range(4):                 # one list all-gather per weight matrix
+                    host += ["python"] * n_ranks    # _allgather_param: flat_tensor.narrow per rank
+                    host += ["aten", "launch"] * n_ranks   # ProcessGroupNCCL: copy_ out per rank
+            for _w in range(4):                     # one list reduce-scatter per weight gradient
+                host += ["python", "python"] * n_ranks     # grad.view(-1).narrow per rank
+                host += ["aten", "launch"] * n_ranks       # ProcessGroupNCCL: copy_ in per rank
+    for _ in range(layers * 8):                     # _post_step: each small parameter, rank by rank
+        host += ["python"] * 4 * n_ranks + ["launch"] * n_ranks
+    want = sum(cost[k] for k in host)
     assert step(lists) - step(sc) == pytest.approx(want, rel=1e-6)
