@@ -55,6 +55,8 @@ class ParallelPlan:
     list_collectives: np.ndarray = False      # DP gathers / reduce-scatters take a per-rank tensor list
     zero3_replicated_params_per_layer: np.ndarray = 0.0  # small ZeRO-3 params re-gathered rank by rank per step
     backward_prefetch_post: np.ndarray = False  # ZeRO-3 backward gathers on the critical path (step.py)
+    pp_p2p_serial: np.ndarray = False    # DeepSpeed pipeline engine: blocking sends/receives one at a time
+    pp_scatter_grads: np.ndarray = True  # backward activation gradients scattered over the tensor group
 
     @classmethod
     def from_resolved(cls, r) -> "ParallelPlan":
@@ -89,6 +91,8 @@ class ParallelPlan:
                   list_collectives=np.asarray(v["parallelism.list_collectives"], bool),
                   zero3_replicated_params_per_layer=v["parallelism.zero3_replicated_params_per_layer"].astype(float),
                   backward_prefetch_post=np.asarray(v["parallelism.backward_prefetch"]) == "post",
+                  pp_p2p_serial=np.asarray(v["parallelism.pp_p2p"]) == "serial",
+                  pp_scatter_grads=np.asarray(v["parallelism.pp_scatter_grads"], bool),
                   grad_bucket_params=bucket_params(v, dp))
         return cls(**{k: fit(a, n) for k, a in kw.items()})   # constants stay length 1
 
