@@ -69,13 +69,13 @@ GROUP_ASSUMPTIONS = {
                 "no interleaving (DeepSpeed pipeline engine), ZeRO-1, fp16 with fp16 gradient reduction, full "
                 "recompute (implied by the published TFLOP/s), no sequence parallelism, unfused softmax, no "
                 "overlap; vocab 50257 padded to 51200 (Megatron's rule). DeepSpeed's pipeline engine as its "
-                "2021 code runs it (microsoft/DeepSpeed v0.5.3 = commit 30537e719c9, deepspeed/runtime/pipe/"
-                "engine.py, p2p.py, schedule.py): one blocking send or receive per tensor "
-                "(torch.distributed.broadcast on a two-rank group), one after another in TrainSchedule order "
-                "(pp_p2p serial), the activation scattered over the tensor group after its partition metadata, "
-                "the activation gradient sent whole (is_grad_partitioned False until v0.5.4, 2021-09-29: "
-                "pp_scatter_grads false; assumed because 270B tokens at 44-60 s per 1920-sequence step took "
-                "at least 35 days before the model's announcement on 2021-10-11)"),
+                "2021 code runs it (microsoft/DeepSpeed v0.5.4 = commit bc7778ea5b6, deepspeed/runtime/pipe/"
+                "engine.py, p2p.py, schedule.py): one blocking send or receive per tensor, one after another "
+                "in TrainSchedule order (pp_p2p serial); the activation and its gradient scattered over the "
+                "tensor group after their partition metadata (pp_scatter_grads true: Megatron-DeepSpeed's "
+                "GPTModelPipe passes one tensor between stages, which the engine's partitioned path handles "
+                "only from PR #1407 of 2021-09-29, co-authored by MT-NLG's authors, the same change that "
+                "scatters the gradients)"),
     "zero3n21": ("Narayanan et al. 2021 Table 2, ZeRO-3 without model parallelism (DeepSpeed) on Selene DGX A100 "
                  "(8 x HDR 200 per node, fat tree): plan as the table (tp 1, pp 1, dp = GPUs, the table's "
                  "microbatch and batch: one microbatch per GPU per step); DeepSpeed settings not published: "
@@ -105,9 +105,9 @@ GROUP_ASSUMPTIONS = {
 GROUP_ASSUMPTIONS[fsdp.GROUP] = fsdp.ASSUMPTIONS
 
 
-DEEPSPEED_2021_PIPE = {"pp_p2p": "serial", "pp_scatter_grads": False}
-"""DeepSpeed's pipeline engine up to v0.5.3 (MT-NLG's runs): blocking per-tensor sends and receives in
-TrainSchedule order, activation gradients sent whole (GROUP_ASSUMPTIONS["mtnlg22"])."""
+DEEPSPEED_2021_PIPE = {"pp_p2p": "serial", "pp_scatter_grads": True}
+"""DeepSpeed's pipeline engine as MT-NLG ran it (v0.5.4 code): blocking per-tensor sends and receives in
+TrainSchedule order, activation and gradient scattered over the tensor group (GROUP_ASSUMPTIONS["mtnlg22"])."""
 DEEPSPEED_2021_ZERO3 = {"zero3_calls_per_layer": 4.0, "zero3_gather_passes": 3.0, "list_collectives": True,
                        "zero3_replicated_params_per_layer": 8.0}
 """DeepSpeed 2021 stage 3 on a Megatron GPT layer, counted from its code (GROUP_ASSUMPTIONS["zero3n21"];

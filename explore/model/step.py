@@ -20,7 +20,9 @@ Per layer and microbatch on one device of the slowest pipeline stage:
   Megatron-LM's kernels).
 
 The pipeline runs (m + (p-1)/v) slowest-stage microbatch times (interleaved
-1F1B, Narayanan et al. 2021 Sec. 2.2), plus blocking point-to-point sends.
+1F1B, Narayanan et al. 2021 Sec. 2.2), plus blocking point-to-point sends: Megatron-LM's batched
+exchange per slot, or DeepSpeed's pipeline engine sending one tensor at a time (``pp_p2p``
+serial: ``serial_p2p_transfers`` each way; ``pp_scatter_grads`` false sends the gradient whole).
 Data-parallel gradient reduce-scatter (or all-reduce without ZeRO) overlaps
 the backward pass of the last microbatch when enabled; ZeRO-3 all-gathers the
 parameters for every microbatch's forward and backward (``zero3_gather_passes``; 3 when
