@@ -191,6 +191,16 @@ SCHEMA: dict[str, dict[str, Field]] = {
                                        "it: Megatron, DeepSpeed, FSDP BACKWARD_PRE) or post (issued after it, so the "
                                        "next layer's gradient computation waits for its gather: FSDP BACKWARD_POST, "
                                        "Composer's default)"),
+        "pp_p2p": Field("choice", "batched", choices=("batched", "serial"),
+                        doc="pipeline point-to-point: batched (Megatron-LM: the send to and the receive from a "
+                            "neighbour in one batch_isend_irecv, 2 (v m + p - 1) exchanges on the critical path) "
+                            "or serial (DeepSpeed's pipeline engine, TrainSchedule: one blocking send or receive "
+                            "per tensor, one after another, 2 m + p - 4 transfers each way on the critical path; "
+                            "a scattered tensor is preceded by its partition metadata)"),
+        "pp_scatter_grads": Field("bool", True,
+                                  doc="the activation gradient sent back between pipeline stages is scattered over "
+                                      "the tensor group, as the activation is (Megatron-LM; DeepSpeed from v0.5.4); "
+                                      "false: every tensor rank sends the whole gradient (DeepSpeed up to v0.5.3)"),
         "grad_bucket_params": Field("float", None, lo=0, lo_open=True,
                                     doc="parameters per data-parallel gradient bucket (one collective each); "
                                         "default: Megatron-Core's max(4e7, 1e6 * dp) with overlap_grad_reduce, "

@@ -68,7 +68,14 @@ GROUP_ASSUMPTIONS = {
                 "tree): microbatch, interleaving and the DP sharding are not published: assumed microbatch 1, "
                 "no interleaving (DeepSpeed pipeline engine), ZeRO-1, fp16 with fp16 gradient reduction, full "
                 "recompute (implied by the published TFLOP/s), no sequence parallelism, unfused softmax, no "
-                "overlap; vocab 50257 padded to 51200 (Megatron's rule)"),
+                "overlap; vocab 50257 padded to 51200 (Megatron's rule). DeepSpeed's pipeline engine as its "
+                "2021 code runs it (microsoft/DeepSpeed v0.5.4 = commit bc7778ea5b6, deepspeed/runtime/pipe/"
+                "engine.py, p2p.py, schedule.py): one blocking send or receive per tensor, one after another "
+                "in TrainSchedule order (pp_p2p serial); the activation and its gradient scattered over the "
+                "tensor group after their partition metadata (pp_scatter_grads true: Megatron-DeepSpeed's "
+                "GPTModelPipe passes one tensor between stages, which the engine's partitioned path handles "
+                "only from PR #1407 of 2021-09-29, co-authored by MT-NLG's authors, the same change that "
+                "scatters the gradients)"),
     "zero3n21": ("Narayanan et al. 2021 Table 2, ZeRO-3 without model parallelism (DeepSpeed) on Selene DGX A100 "
                  "(8 x HDR 200 per node, fat tree): plan as the table (tp 1, pp 1, dp = GPUs, the table's "
                  "microbatch and batch: one microbatch per GPU per step); DeepSpeed settings not published: "
@@ -101,6 +108,9 @@ GROUP_ASSUMPTIONS = {
 GROUP_ASSUMPTIONS[fsdp.GROUP] = fsdp.ASSUMPTIONS
 
 
+DEEPSPEED_2021_PIPE = {"pp_p2p": "serial", "pp_scatter_grads": True}
+"""DeepSpeed's pipeline engine as MT-NLG ran it (v0.5.4 code): blocking per-tensor sends and receives in
+TrainSchedule order, activation and gradient scattered over the tensor group (GROUP_ASSUMPTIONS["mtnlg22"])."""
 DEEPSPEED_2021_ZERO3 = {"zero3_calls_per_layer": 4.0, "zero3_gather_passes": 3.0, "list_collectives": True,
                        "zero3_replicated_params_per_layer": 8.0, "list_gather_host_calls": 1.0,
                        "list_reduce_host_calls": 2.0, "zero3_replicated_host_calls": 4.0}
@@ -187,6 +197,8 @@ def build_scenario(row: dict) -> dict:
         par = {"tp": tp, "pp": pp, "dp": dp, "microbatch": mb, "virtual_stages": 1, "zero": 1,
                "recompute": "full", "sequence_parallel": False, "overlap_grad_reduce": False,
                "overlap_param_gather": False, "grad_reduce_bytes": grad_b}
+        if g == "mtnlg22":
+            par.update(DEEPSPEED_2021_PIPE)
         training = {"global_batch": gb, "precision": precision, "flash_attention": False}
         system = {**a100, "scale_out": so}
     elif g == "zero3n21":

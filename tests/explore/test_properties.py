@@ -183,6 +183,9 @@ def net_rows(draw, moe):
         p + "zero3_gather_passes": draw(st.sampled_from([2.0, 3.0])),
         p + "list_collectives": draw(st.booleans()),
         p + "zero3_replicated_params_per_layer": draw(st.sampled_from([0.0, 8.0])),
+        # pipeline engine (DeepSpeed 2021: serial blocking transfers, whole gradients; explore.validation.DEEPSPEED_2021_PIPE)
+        p + "pp_p2p": draw(st.sampled_from(["batched", "serial"])),
+        p + "pp_scatter_grads": draw(st.booleans()),
         "training.global_batch": dp * mb * nmb, "training.flash_attention": draw(st.booleans()),
         "system.devices": tp * pp * dp * cp, "system.accelerator": acc,
         su + "size": draw(st.sampled_from([4, 8, 16])), su + "link": SCALE_UP_LINK[acc],
