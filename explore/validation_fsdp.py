@@ -95,7 +95,8 @@ def build_scenario(row: dict) -> dict:
            "recompute": "full" if ckpt else "none", "sequence_parallel": False,
            "overlap_grad_reduce": True, "overlap_param_gather": True,
            "grad_reduce_bytes": 4 if fp32_reduce else 2, "grad_bucket_params": 12.0 * h * h,
-           "runtime": "torch", "backward_prefetch": "post" if "_a100_" in row["run_id"] else "pre"}
+           "runtime": "torch", "backward_prefetch": "post" if "_a100_" in row["run_id"] else "pre",
+           "fsdp_root_unit": True}
     training = {"global_batch": int(row["global_batch_seqs"]), "precision": "bf16", "flash_attention": True}
     if "_h100_" in row["run_id"]:   # sweep.py: attn_impl triton for 13B and 30B, flash for the others
         triton = row["run_id"].split("_")[2] in TRITON_ATTN
