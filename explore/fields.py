@@ -191,6 +191,14 @@ SCHEMA: dict[str, dict[str, Field]] = {
                                        "it: Megatron, DeepSpeed, FSDP BACKWARD_PRE) or post (issued after it, so the "
                                        "next layer's gradient computation waits for its gather: FSDP BACKWARD_POST, "
                                        "Composer's default)"),
+        "fsdp_root_unit": Field("bool", False,
+                                doc="PyTorch FSDP (torch 2.1 FSDP1, torch/distributed/fsdp/_runtime_utils.py): the "
+                                    "parameters outside the layers (embedding, tied head, final norm) form the root "
+                                    "unit, gathered first in every forward after the compute stream "
+                                    "(_root_pre_forward) with the first layer's gather queued behind it, and "
+                                    "reduce-scattered last, after the embedding's backward, before the step waits "
+                                    "for the reduction stream (_post_backward_final_callback): both ends exposed "
+                                    "per microbatch (step.py)"),
         "pp_p2p": Field("choice", "batched", choices=("batched", "serial"),
                         doc="pipeline point-to-point: batched (Megatron-LM: the send to and the receive from a "
                             "neighbour in one batch_isend_irecv, 2 (v m + p - 1) exchanges on the critical path) "

@@ -36,6 +36,11 @@ FSDP unit):
   backward (``grad_bucket_params`` = one block's parameters);
 * mixed precision ``DEFAULT``: bf16 parameters for compute (gathered in bf16), fp32 gradient
   reduction (``grad_reduce_bytes = 4``); ``PURE`` would reduce in bf16;
+* FSDP's root unit (Composer wraps the model's child as the FSDP root; the blocks are units of their
+  own, so the root holds the embedding, tied head and final norm) -> ``fsdp_root_unit = True``: its
+  gather opens every forward and its reduce-scatter closes every backward, both exposed, with the
+  first block's (torch 2.1 ``torch/distributed/fsdp/_runtime_utils.py``: ``_root_pre_forward``,
+  ``_post_forward_reshard``, ``_post_backward_final_callback``; step.py);
 * activation checkpointing of every block -> ``recompute = "full"``; otherwise ``"none"``;
 * ``parallelism.runtime = "torch"``: FSDP allocates the unsharded parameters and the gradients per
   step and the caching allocator keeps its reserve (``explore/model/runtime_memory.py``);
@@ -63,7 +68,8 @@ ASSUMPTIONS = (
     "DEFAULT (bf16 gathers, fp32 gradient reduce-scatter); flash attention; MPT's memory-bound kernels as they "
     "ran in eager PyTorch 2.1 (training.elementwise_kernels: llm-foundry-flash, llm-foundry-triton for 13B and 30B "
     "(sweep.py's attn_impl), flash-attn's Triton cross-entropy); gathers and reduce-scatters "
-    "overlapped with compute (FSDP backward_prefetch BACKWARD_PRE and forward_prefetch, as llm-foundry's "
+    "overlapped with compute except the FSDP root unit's (embedding) gather and reduce-scatter at the step's two "
+    "ends (FSDP backward_prefetch BACKWARD_PRE and forward_prefetch, as llm-foundry's "
     "scripts/train/benchmarking/sweep.py, commit 5e85bd62d4ec9e13353ca95877477602ab538e5b, sets them). "
     "Not in the source: the network, assumed HGX/DGX H100 SXM with "
     "8 x 400 Gb/s InfiniBand NDR per node (one NIC per GPU) on a non-blocking fat tree; bias and LayerNorm "
@@ -95,7 +101,8 @@ def build_scenario(row: dict) -> dict:
            "recompute": "full" if ckpt else "none", "sequence_parallel": False,
            "overlap_grad_reduce": True, "overlap_param_gather": True,
            "grad_reduce_bytes": 4 if fp32_reduce else 2, "grad_bucket_params": 12.0 * h * h,
-           "runtime": "torch", "backward_prefetch": "post" if "_a100_" in row["run_id"] else "pre"}
+           "runtime": "torch", "backward_prefetch": "post" if "_a100_" in row["run_id"] else "pre",
+           "fsdp_root_unit": True}
     training = {"global_batch": int(row["global_batch_seqs"]), "precision": "bf16", "flash_attention": True}
     if "_h100_" in row["run_id"]:   # sweep.py: attn_impl triton for 13B and 30B, flash for the others
         triton = row["run_id"].split("_")[2] in TRITON_ATTN

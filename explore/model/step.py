@@ -229,6 +229,7 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     # (the first stage, a full one, adds the embedding gradient; with pp = 1 it is the last stage too)
     n_full, n_last = stage_layers(m, plan)
     p = plan.pp
+    head_only_bwd = head_bwd                    # the output layer's backward alone (FSDP root unit below)
     head_bwd = head_bwd + where(p == 1, emb_bwd, 0.0)
     t_fwd_stage = np.maximum(n_full * fwd_wall, n_last * fwd_wall + head_fwd)
     t_bwd_stage = np.maximum(n_full * (bwd_wall + rc_wall) + emb_bwd, n_last * (bwd_wall + rc_wall) + head_bwd)
@@ -331,6 +332,30 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     # BackwardPrefetch): the backward half of the gathers is on the critical path
     z3_post = where(z3 & plan.backward_prefetch_post, mb * n_full * z3_layer, 0.0)
     stall = where(on, fab.reconfiguration_stall(t, dpc), 0.0)
+    # FSDP root unit (plan.fsdp_root_unit; torch 2.1 torch/distributed/fsdp/_runtime_utils.py): the
+    # parameters outside the layers (embedding, tied head, final norm) are the root's flat parameter.
+    # Every forward first makes the gather stream wait for the compute stream (_root_pre_forward), then
+    # gathers the root and queues the first layer's gather behind it on the same communicator, with
+    # no compute to hide under; the root's gradient is complete only after the embedding's backward,
+    # so its reduce-scatter queues behind the first layer's, and the step waits for both
+    # (_post_backward_final_callback). Under FULL_SHARD with BACKWARD_PRE the root's pre-backward hook
+    # prefetches the last layer's gather, hidden only under the output layer's backward. Per
+    # microbatch: ag_root + ag_layer + max(rs_layer, emb_bwd) - emb_bwd + rs_root (+ max(ag_layer -
+    # head backward, 0) under FULL_SHARD), a lower bound on the step beyond the compute.
+    fsdp_ends = np.zeros_like(np.asarray(stall, dtype=float))
+    if np.any(plan.fsdp_root_unit):
+        root = emb / t + where((p == 1) & untied, emb / t, 0.0)
+        one = np.maximum(dense_dev - root, 0.0) / n_full            # one layer's parameters
+        ag_layer = fab.all_gather(one * 2.0, t, dpc, k3)
+        ag_root = fab.all_gather(root * 2.0, t, dpc, 1.0)
+        rs_layer = fab.reduce_scatter(one * plan.grad_reduce_bytes, t, dpc, k3)
+        rs_root = fab.reduce_scatter(root * plan.grad_reduce_bytes, t, dpc, 1.0)
+        e_bwd = where(p == 1, emb_bwd, 0.0)
+        ends = (ag_root + ag_layer + np.maximum(rs_layer, e_bwd) - e_bwd + rs_root
+                + where((zero == 3) & ~np.asarray(plan.backward_prefetch_post, bool),
+                        np.maximum(ag_layer - head_only_bwd, 0.0), 0.0))
+        fsdp_ends = where(plan.fsdp_root_unit & on & (zero >= 2) & plan.overlap_grad_reduce
+                          & plan.overlap_param_gather, mb * ends, 0.0)
 
     # --- the step as scheduled streams on the data-parallel link (explore.model.overlap): the
     # gradient reduction runs under the last backward slot (ZeRO-2/3: under every backward slot),
@@ -345,7 +370,7 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     s_z3 = where(ov_ag, t_z3 - z3_post, 0.0)
     streams = [(s_rs, before_rs), (s_ag, compute_wall - t_fwd_stage), (s_z3, np.zeros_like(compute_wall))]
     bounds = [compute_wall + where(ov_rs, rs_last, 0.0),
-              compute_wall + where(ov_ag & z3, mb * z3_layer, 0.0)]
+              compute_wall + where(ov_ag & z3, mb * z3_layer, 0.0), compute_wall + fsdp_ends]
     wall, _ = overlap.nested(compute_wall, streams, kappa, bounds)
     dp_serial = where(ov_rs, 0.0, t_rs) + where(ov_ag, 0.0, t_ag) + stall
     z3_serial = where(ov_ag, z3_post, t_z3)

@@ -182,6 +182,7 @@ def net_rows(draw, moe):
         p + "zero3_calls_per_layer": draw(st.sampled_from([1.0, 4.0])),
         p + "zero3_gather_passes": draw(st.sampled_from([2.0, 3.0])),
         p + "list_collectives": draw(st.booleans()),
+        p + "fsdp_root_unit": draw(st.booleans()),      # FSDP root unit's exposed ends (step.py)
         p + "zero3_replicated_params_per_layer": draw(st.sampled_from([0.0, 8.0])),
         # pipeline engine (DeepSpeed 2021: serial blocking transfers, whole gradients; explore.validation.DEEPSPEED_2021_PIPE)
         p + "pp_p2p": draw(st.sampled_from(["batched", "serial"])),
@@ -476,7 +477,9 @@ RUNTIME_MOVES = [{"zero3_calls_per_layer": 4.0}, {"zero3_gather_passes": 3.0}, {
                  {"zero3_replicated_params_per_layer": 8.0},
                  # DeepSpeed 2021's Python per rank on top of the list copies and the regather
                  {"list_collectives": True, "zero3_replicated_params_per_layer": 8.0, "list_gather_host_calls": 1.0,
-                  "list_reduce_host_calls": 2.0, "zero3_replicated_host_calls": 4.0}]
+                  "list_reduce_host_calls": 2.0, "zero3_replicated_host_calls": 4.0},
+                 # PyTorch FSDP's root unit, gathered first and reduce-scattered last (step.py)
+                 {"fsdp_root_unit": True}]
 
 
 @NET_SETTINGS
@@ -486,7 +489,7 @@ def test_zero3_runtime_costs_never_shorten_a_step(model_rows):
     p = "parallelism."
     base = [{**r, p + "zero3_calls_per_layer": 1.0, p + "zero3_gather_passes": 2.0,
              p + "list_collectives": False, p + "zero3_replicated_params_per_layer": 0.0,
-             p + "list_gather_host_calls": 0.0, p + "list_reduce_host_calls": 0.0,
+             p + "fsdp_root_unit": False, p + "list_gather_host_calls": 0.0, p + "list_reduce_host_calls": 0.0,
              p + "zero3_replicated_host_calls": 0.0} for r in rows]
     variants = [v for r in base for v in [r] + [{**r, **{p + k: x for k, x in m.items()}} for m in RUNTIME_MOVES]]
     t = _evaluate_rows(model, variants)["step_time_s"].values.reshape(len(rows), 1 + len(RUNTIME_MOVES))
@@ -498,7 +501,7 @@ def test_zero3_runtime_costs_never_shorten_a_step(model_rows):
     z3 = np.array([r[p + "zero"] == 3 and r[p + "dp"] * r[p + "cp"] > 1 for r in rows])
     # list copies and regathered small parameters cost where a ZeRO-3 group spans ranks
     moved = t[:, 1:] > t[:, :1]
-    assert np.all(moved[z3 & both[:, 0], 2:][both[z3 & both[:, 0], 2:]])
+    assert np.all(moved[z3 & both[:, 0], 2:5][both[z3 & both[:, 0], 2:5]])
     # the callers' Python tensor calls per rank add to the copies, never replace them
     ok = np.isfinite(t[:, 3]) & np.isfinite(t[:, 4]) & np.isfinite(t[:, 5])
     assert np.all(t[ok, 5] >= np.maximum(t[ok, 3], t[ok, 4]) * (1 - 1e-12)), t[ok]

@@ -3,9 +3,9 @@ communication-bound group, out of sample.
 
 The group is held out of every fit (explore.validation.HELD_OUT_GROUPS), so the shipped constants
 (explore/model/calibration.py) were fitted without it and its errors below are out of sample.
-Measured with the constants of this commit: MAPE 10.56 % over 20 runs (above issue 10's 10 %), worst
-23.0 % (MPT-1B, 512 H100, too fast); activation-checkpointed FULL_SHARD runs 5.3 % (worst 9.1 %); every
-H100 run too fast, those without activation checkpointing by 13.2-23.0 %. Bounds are those figures plus a
+Measured with the constants of this commit: MAPE 10.30 % over 20 runs (above issue 10's 10 %), worst
+22.0 % (MPT-1B, 512 H100, too fast); activation-checkpointed FULL_SHARD runs 5.2 % (worst 9.0 %); every
+H100 run too fast, those without activation checkpointing by 12.9-22.0 %. Bounds are those figures plus a
 small margin: they record where the model stands, not a target.
 """
 import copy
@@ -51,8 +51,8 @@ def test_every_fsdp_run_is_valid_and_fits_memory(run_id):
 
 def test_out_of_sample_mape_within_11_percent(errors):
     e = np.array(list(errors.values()))
-    assert np.mean(np.abs(e)) <= 0.11, f"MAPE {100 * np.mean(np.abs(e)):.2f} %"
-    assert np.max(np.abs(e)) <= 0.235, f"worst {100 * np.max(np.abs(e)):.2f} %"
+    assert np.mean(np.abs(e)) <= 0.105, f"MAPE {100 * np.mean(np.abs(e)):.2f} %"
+    assert np.max(np.abs(e)) <= 0.225, f"worst {100 * np.max(np.abs(e)):.2f} %"
 
 
 def test_checkpointed_full_shard_runs_within_6_percent(errors):
@@ -63,24 +63,27 @@ def test_checkpointed_full_shard_runs_within_6_percent(errors):
 
 def test_model_is_still_optimistic_on_every_h100_run(errors):
     """Honest sign: the model is too fast on all 18 H100 runs, on the 9 without activation
-    checkpointing by 13.2-23.0 %, even with MPT's eager memory-bound kernels counted (README, 'still
-    optimistic')."""
+    checkpointing by 12.9-22.0 %, even with MPT's eager memory-bound kernels and FSDP's exposed root
+    unit counted (README, 'still optimistic')."""
     assert all(v < 0 for k, v in errors.items() if "_h100_" in k)
     e = [v for k, v in errors.items() if "_h100_" in k and k.split("_")[2] in ("1b", "3b", "7b")]
-    assert len(e) == 9 and all(-0.235 <= v <= -0.12 for v in e), e
+    assert len(e) == 9 and all(-0.225 <= v <= -0.12 for v in e), e
 
 
 def test_step_time_growth_with_gpus_is_not_reproduced():
     """Published step time grows from 128 to 512 GPUs for every model (2.6-10.8 %). With FSDP's
-    BACKWARD_PRE prefetch (what sweep.py ran) the model hides every gather and reduce-scatter at all
-    three scales, so its step stays flat (within 0.5 %; the optimizer shard shrinks): an open gap
-    (README, 'still optimistic')."""
+    BACKWARD_PRE prefetch (what sweep.py ran) the model hides every per-layer gather and
+    reduce-scatter at all three scales (tests/validation/test_fsdp_schedule.py replays the stream
+    schedule); only the root unit's gather and reduce-scatter and the first layer's at the two ends
+    are exposed, and their ring latency grows with the ranks: the model's step grows by 0-1.1 %, not
+    by the published 2.6-10.8 %: an open gap (README, 'still optimistic')."""
     by = {c[0]: c for c in CASES}
     pred = dict(zip(by, V.predict(CASES)))
     for size in ("1b", "3b", "7b", "13b", "30b", "70b"):
         lo, hi = f"{F.GROUP}_h100_{size}_128", f"{F.GROUP}_h100_{size}_512"
         assert by[hi][3] / by[lo][3] - 1 >= 0.025
-        assert abs(pred[hi] / pred[lo] - 1) <= 0.005
+        assert -0.001 <= pred[hi] / pred[lo] - 1 <= 0.011
+        assert by[hi][3] / by[lo][3] - pred[hi] / pred[lo] >= 0.02
 
 
 def test_backward_prefetch_post_exposes_the_backward_gathers_at_line_rate_or_slower():
@@ -107,3 +110,17 @@ def test_backward_prefetch_bad_value_names_field_value_and_allowed():
         explore.evaluate(sc)
     msg = str(e.value)
     assert "parallelism.backward_prefetch" in msg and "'sideways'" in msg and "'pre', 'post'" in msg
+
+
+def test_root_unit_adds_its_exposed_ends_only_where_set():
+    """parallelism.fsdp_root_unit (default false) adds the root unit's exposed gather and
+    reduce-scatter: turned off, the 1B run at 512 GPUs is faster and exposes less; the field keeps
+    its default in every other group (they are unchanged: tests/validation/test_published_runs.py)."""
+    sc = copy.deepcopy(dict((c[0], c[1]) for c in CASES)[f"{F.GROUP}_h100_1b_512"])
+    on = explore.evaluate(sc, keep_invalid=True)
+    sc["parallelism"]["fsdp_root_unit"] = False
+    off = explore.evaluate(sc, keep_invalid=True)
+    gain = float(on["step_time_s"][0] - off["step_time_s"][0])
+    assert 0.004 <= gain <= 0.010, gain
+    others = [c for c in V.load_cases() if V.group_of(c[0]) != F.GROUP]
+    assert not any(c[1]["parallelism"].get("fsdp_root_unit", False) for c in others)
