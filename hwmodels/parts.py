@@ -51,6 +51,12 @@ def _validate_part(kind: str, pid: str, entry: dict, path: Path) -> None:
             ok = isinstance(src.get(field), str) and bool(src[field].strip())
         if not ok:
             raise CatalogError(f"{path.name}: part {pid!r} field {field!r} has no source")
+    if kind == "links" and entry.get("fabric") == "scale-up":
+        # the measured fraction of the per-direction bandwidth a ring all-reduce reaches (bus bandwidth)
+        eff = entry.get("bus_efficiency")
+        if not (_is_number(eff) and 0 < eff <= 1):
+            raise CatalogError(f"{path.name}: scale-up link {pid!r} field 'bus_efficiency' is {eff!r}; "
+                               f"allowed: a number in (0, 1] (measured all-reduce bus bandwidth / bandwidth)")
 
 
 @functools.cache

@@ -40,11 +40,8 @@ class Calibration:
     on the calibration set (its GEMMs are all large), so it stays 0 unless a user sets it."""
     hbm_efficiency: float = 0.6697
     """Fraction of HBM bandwidth that memory-bound kernels (norms, softmax, activations, optimizer) reach."""
-    link_efficiency: float = 0.775
-    """Fraction of a scale-up link's nominal per-direction bandwidth that collectives reach (bus
-    bandwidth). Measured, not fitted on training runs: nccl-tests all_reduce_perf on one 8 x A100
-    SXM node, 232.5 GB/s bus bandwidth of 300 GB/s (tests/validation/collective_bench.csv; NCCL's
-    own tuning caps A100 bus bandwidth at 235 GB/s, src/graph/tuning.cc)."""
+    # the scale-up (NVLink-class) efficiency is a measured figure per link generation, not a constant
+    # here: catalog links.toml ``bus_efficiency`` (SystemSpec.su_bus_efficiency)
     scale_out_link_efficiency: float = 0.86
     """Fraction of a NIC's nominal per-direction bandwidth that inter-domain collectives reach.
     Measured: nccl-tests all_reduce_perf across two 8 x A100 nodes with 4 x HDR 200 Gb/s each,

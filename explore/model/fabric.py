@@ -89,7 +89,7 @@ class Fabric:
             tuple(lib["tuning_nvls_tree_latency_s"]), tuple(8e9 * b for b in lib["tuning_ll_max_bandwidth_gbs"]),
             np.asarray(lib["tuning_tree_correction_ll"], dtype=float),
             np.asarray(lib["tuning_tree_correction_ll128"], dtype=float))
-        self.su_bw = s.su_bandwidth_bps * c.link_efficiency
+        self.su_bw = s.su_bandwidth_bps * s.su_bus_efficiency   # per link generation (catalog bus_efficiency)
         self.su_lat = s.su_latency_s
         self.nvls = np.asarray(s.su_in_switch_reduction, dtype=float) > 0
         self.so_lat = s.so_latency_s

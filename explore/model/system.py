@@ -60,6 +60,7 @@ class SystemSpec:
     interruptions_given: np.ndarray = False      # issue 11: an all-cause rate per device was given explicitly
     matmul_peak_fraction: np.ndarray = 1.0       # measured max achievable matmul FLOP/s / dense peak
     su_in_switch_reduction: np.ndarray = 0.0     # 1: the scale-up switch reduces (NVLink SHARP), 0: no
+    su_bus_efficiency: np.ndarray = np.nan       # measured ring bus bandwidth / su_bandwidth_bps (catalog bus_efficiency)
     sub_domains: tuple = ()                      # (size, NetworkSpec) per split of the domain (sub_domain_networks)
 
 
@@ -175,6 +176,18 @@ def in_switch_reduction(ids) -> np.ndarray:
     return vals[inv].reshape(np.shape(ids))
 
 
+def bus_efficiency(ids) -> np.ndarray:
+    """The scale-up link's measured bus efficiency (catalog ``bus_efficiency``: nccl-tests ring
+    all-reduce bus bandwidth / per-direction bandwidth, each with its source)."""
+    try:
+        return lookup("links", ids, "bus_efficiency")
+    except KeyError:
+        allowed = [p for p in part_ids("links") if "bus_efficiency" in get_part("links", p)]
+        bad = sorted({str(u) for u in np.unique(np.asarray(ids).astype(str)) if u not in allowed})
+        raise ValueError(f"system.scale_up.link: {', '.join(map(repr, bad))} has no measured bus_efficiency "
+                         f"(not a scale-up link); allowed: {', '.join(allowed)}") from None
+
+
 def build_system(r) -> SystemSpec:
     v = r.values
     n = r.n
@@ -224,6 +237,7 @@ def build_system(r) -> SystemSpec:
     kw["matmul_peak_fraction"] = (lookup("accelerators", ids, "matmul_peak_fraction") if ids is not None
                                   else lookup("accelerators", np.array(["h100-sxm-80gb"]), "matmul_peak_fraction"))
     kw["su_in_switch_reduction"] = in_switch_reduction(v["system.scale_up.link"])
+    kw["su_bus_efficiency"] = bus_efficiency(v["system.scale_up.link"])
     network = network_spec(r)
     return SystemSpec(**{k: fit(a, n, float) for k, a in kw.items()},
                       accelerator_parts=parts, network=network, sub_domains=sub_domain_networks(r, network))

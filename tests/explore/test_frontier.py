@@ -132,11 +132,10 @@ def _moe_job(**par):
 def test_all_to_all_inside_one_domain_is_the_pairwise_closed_form():
     """ep 8 inside one 8-GPU NVLink domain: the exposed a2a equals 4 pairwise all-to-alls per MoE
     layer (dispatch, combine, forward and backward) of the closed form (n-1)/n S/B + (n-1) alpha."""
-    from explore.model import calibration as cal
     from hwmodels.parts import get_part
     ds = explore.evaluate(_moe_job(), keep_invalid=True)
     link = get_part("links", "nvlink4")
-    bw = link["bandwidth_bps"] * cal.DEFAULT.link_efficiency
+    bw = link["bandwidth_bps"] * link["bus_efficiency"]
     s = 4096 * 2 * 4096 * 2.0                       # tokens x top_k x hidden x 2 bytes
     one = 7 / 8 * s * 8 / bw + 7 * link["latency_s"]
     mb = 256 / 64

@@ -52,7 +52,7 @@ def test_fat_tree_collectives_limits(group, su):
     fab = Fabric(s, c)
     per_domain = min(max(su // stride, 1), n)
     domains = -(-n // per_domain)
-    su_bw, nic = float(s.su_bandwidth_bps[0]) * c.link_efficiency, float(s.so_bandwidth_bps[0]) * c.scale_out_link_efficiency
+    su_bw, nic = float(s.su_bandwidth_bps[0] * s.su_bus_efficiency[0]), float(s.so_bandwidth_bps[0]) * c.scale_out_link_efficiency
     bus = su_bw if domains == 1 else min(su_bw, per_domain * nic)
     big = 1e12
     t = float(fab.reduce_scatter(big, np.float64(stride), np.float64(n))[0])
