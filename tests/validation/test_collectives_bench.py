@@ -1,8 +1,10 @@
 """The per-call collective model against published nccl-tests bus bandwidths
 (tests/validation/collective_bench.csv, one row per published figure with its source).
 
-The two link efficiencies in explore/model/calibration.py are two of these measurements (not
-fitted on training runs), and so is the Simple protocol's per-call pipeline time
+The link efficiencies are these measurements (not fitted on training runs): each scale-up link's
+``bus_efficiency`` (hwmodels/catalog/links.toml; NVLink 3 and NVLink 5 from rows here) and
+``scale_out_link_efficiency`` (explore/model/calibration.py), and so is the Simple protocol's
+per-call pipeline time
 (hwmodels/catalog/collectives.toml simple_pipeline_s, fitted on these points); this test checks
 the whole per-call model (NCCL's protocol choice by its own tuning estimates, ring/tree/NVLS-tree
 choice, NCCL's latency and tree-correction constants, bus bandwidth of the slowest hop) against
