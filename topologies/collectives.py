@@ -184,9 +184,7 @@ def tree_correction(size_bytes, table):
     """NCCL's tree all-reduce bandwidth multiplier by message size: ``table[log2(S / 64)]``
     inside the table, 1 beyond it (NVIDIA/nccl:src/graph/tuning.cc, treeCorrectionFactor;
     ``table`` is the catalog's ``tree_correction``)."""
-    table = np.asarray(table, dtype=float)
-    idx = np.floor(np.log2(np.maximum(np.asarray(size_bytes, dtype=float) / 64.0, 1.0))).astype(int)
-    return np.where(idx < table.size, table[np.clip(idx, 0, table.size - 1)], 1.0)
+    return _table(_size_index(size_bytes), table)
 
 
 def nccl_tree_all_reduce_s(size_bytes, n, nodes, bus_bw_bps, lat_intra_s, lat_net_s, base_s, tree_factor,

@@ -42,7 +42,7 @@ its latency.
 """
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
 
 import numpy as np
 from hwmodels.select import where
@@ -260,16 +260,18 @@ class Fabric:
         calls * n * (copy_launch_s + aten_call_s + host_calls * python_tensor_call_s), the copy
         between the flat NCCL buffer and each rank's tensor (PyTorch's ProcessGroupNCCL) plus the
         caller's ``host_calls`` Python tensor calls per rank to build the list; 0 for one rank."""
-        n = np.asarray(n, dtype=float)
-        per_rank = self.list_rank_s + np.asarray(host_calls, dtype=float) * self.py_call_s
-        return np.asarray(calls, dtype=float) * where(n > 1, n * per_rank, 0.0)
+        return self._per_rank(n, calls, self.list_rank_s, host_calls)
 
     def rank_copies(self, n, copies=1.0, host_calls=0.0):
         """Host work of ``copies`` copies per rank issued from Python, rank by rank:
         copies * n * (copy_launch_s + host_calls * python_tensor_call_s); 0 for one rank."""
+        return self._per_rank(n, copies, self.launch_s, host_calls)
+
+    def _per_rank(self, n, items, base_s, host_calls):
+        # items x n x (base_s + host_calls x python_tensor_call_s): host work rank by rank
         n = np.asarray(n, dtype=float)
-        per_rank = self.launch_s + np.asarray(host_calls, dtype=float) * self.py_call_s
-        return np.asarray(copies, dtype=float) * where(n > 1, n * per_rank, 0.0)
+        per_rank = base_s + np.asarray(host_calls, dtype=float) * self.py_call_s
+        return np.asarray(items, dtype=float) * where(n > 1, n * per_rank, 0.0)
 
     def reconfiguration_stall(self, stride, n):
         """Circuit reconfiguration charged once per step on a group that leaves its domain."""
@@ -303,5 +305,4 @@ def _rows(a, idx, designs):
 
 def _per_design(c) -> bool:
     """Whether a calibration holds per-design arrays (uncertainty samples) to index with the designs."""
-    from dataclasses import fields as dc_fields
-    return any(np.size(getattr(c, f.name)) > 1 for f in dc_fields(c))
+    return any(np.size(getattr(c, f.name)) > 1 for f in fields(c))

@@ -75,7 +75,7 @@ def serial_p2p_transfers(m, p):
     Stage s runs microbatch k's forward at step s + 2k and its backward at step 2p - 1 - s + 2k
     (deepspeed/runtime/pipe/schedule.py); a forward step first receives the activation and sends the
     previous backward's gradient, a backward step sends the previous forward's activation and receives
-    the gradient, each a blocking call. Counted by event simulation for p <= 35 (tests/explore/model/
+    the gradient, each a blocking call. Counted by event simulation for p <= 35 (tests/explore/
     test_pipeline_p2p.py): 2m + p - 4 for p >= 3 and m >= 2 (two per microbatch: every slot of the
     slowest stage waits for four serialized transfers), p - 1 for m = 1, m for p = 2."""
     return where(p <= 2, m, where(m <= 1, p - 1, 2.0 * m + p - 4.0))
