@@ -383,8 +383,7 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
         # hides only under one weight's backward GEMMs (bwd_compute / k3), and the last one, issued in
         # the backward's epilogue, is exposed whole; the step is at least that long
         sync_rs = where(z3 & ov_rs & plan.zero3_fetch_sync & on, 1.0, 0.0)
-        per_call = overlap.hide(bwd_compute / k3, rs_last, kappa) - bwd_compute / k3
-        exposed = rs_times * (np.maximum(n_full * k3 - 1.0, 0.0) * per_call + rs_last)
+        exposed = rs_times * overlap.hook_serialized(bwd_compute / k3, rs_last, n_full * k3, kappa)
         wall = np.maximum(wall, compute_wall + sync_rs * exposed)
     dp_serial = where(ov_rs, 0.0, t_rs) + where(ov_ag, 0.0, t_ag) + stall
     z3_serial = where(ov_ag, z3_post, t_z3)
