@@ -31,7 +31,10 @@ paying its latency; list-form collectives (``list_collectives``) add a host copy
 and call plus the caller's Python tensor calls per rank (``list_gather_host_calls``,
 ``list_reduce_host_calls``), and ``zero3_replicated_params_per_layer`` small parameters are
 regathered rank by rank after the step (``zero3_replicated_host_calls`` Python calls and a copy
-each; DeepSpeed 2021 stage 3: explore/validation.py DEEPSPEED_2021_ZERO3).
+each; DeepSpeed 2021 stage 3: explore/validation.py DEEPSPEED_2021_ZERO3); a list call's per-rank
+copies take the longer of their host issue and their HBM traffic. ``zero3_fetch_sync`` (DeepSpeed
+2021's fetch): every gather buffer is zero-filled before a device synchronize, so each gradient
+reduce-scatter hides only under the next weight's backward GEMMs (``overlap.hook_serialized``).
 
 Issue 11 (marked blocks): context parallelism holds s/cp tokens per rank and
 exchanges key/value blocks in a ring (``context.py``), MoE layers add the expert
@@ -320,7 +323,8 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
                                                          size * 2.0 / (n_full * k3), hbm), 0.0)
         # DeepSpeed 2021 fetch (zero3_fetch_sync): each gather buffer is zero-filled (torch.zeros, 2 B
         # written per element) before the device is synchronized and the gather issued
-        layer = layer + where(plan.zero3_fetch_sync & (n > 1), size * 2.0 / n_full / hbm, 0.0)
+        if np.any(plan.zero3_fetch_sync):
+            layer = layer + where(plan.zero3_fetch_sync & (n > 1), size * 2.0 / n_full / hbm, 0.0)
         red = where(active, red, 0.0)
         ag = where(active, ag, 0.0)
         layer = where(active, layer, 0.0)
