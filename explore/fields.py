@@ -185,6 +185,13 @@ SCHEMA: dict[str, dict[str, Field]] = {
                                                  "regathered after the step, besides its copy's launch "
                                                  "(DeepSpeed 2021 stage 3 _allgather_params: 4, narrow, view, "
                                                  "narrow and copy_)"),
+        "zero3_fetch_sync": Field("bool", False,
+                                  doc="every ZeRO-3 gather zero-fills its buffer and synchronizes the device "
+                                      "first (DeepSpeed 2021 stage 3 _allgather_param: torch.zeros, then "
+                                      "torch.cuda.synchronize()): the fill is on the critical path, and a weight's "
+                                      "gradient reduce-scatter, issued from the next weight's gradient hook, "
+                                      "hides only under that weight's backward GEMMs (the next gather waits for "
+                                      "it); false: the reduction overlaps the whole backward"),
         "backward_prefetch": Field("choice", "pre", choices=("pre", "post"),
                                    doc="ZeRO-3 / FSDP FULL_SHARD backward all-gathers: pre (the next layer's gather "
                                        "is issued before the current layer's gradient computation and hidden under "

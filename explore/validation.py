@@ -97,7 +97,10 @@ GROUP_ASSUMPTIONS = {
                  "_allgather_params; zero3_replicated_params_per_layer 8, with narrow, view, narrow and copy_ "
                  "per rank: zero3_replicated_host_calls 4); the gradient reduce-scatter per weight matrix "
                  "(contiguous_gradients on, as DeepSpeedExamples' Megatron ZeRO-3 config; the stage-3 default "
-                 "all-reduces: benchmarks/zero3_bounds.py); memory as DeepSpeed's runtime (ZeRO-3 gathers per "
+                 "all-reduces: benchmarks/zero3_bounds.py), each weight's issued from the next weight's gradient "
+                 "hook (every weight exceeds reduce_bucket_size) and waited for by the next gather's "
+                 "torch.cuda.synchronize(), after the gather buffer is zero-filled by torch.zeros "
+                 "(zero3_fetch_sync; the last reduce-scatter issued in the backward's epilogue); memory as DeepSpeed's runtime (ZeRO-3 gathers per "
                  "submodule: explore/model/runtime_memory.py)"),
     "bloom22": ("BLOOM 176B (bigscience tr11-176B-ml README, iteration 85376): plan as logged (tp 4, pp 12, "
                 "dp 8, microbatch 2, ZeRO-1, bf16 with fp32 gradient reduction, full recompute); assumed "
@@ -113,7 +116,8 @@ DEEPSPEED_2021_PIPE = {"pp_p2p": "serial", "pp_scatter_grads": True}
 TrainSchedule order, activation and gradient scattered over the tensor group (GROUP_ASSUMPTIONS["mtnlg22"])."""
 DEEPSPEED_2021_ZERO3 = {"zero3_calls_per_layer": 4.0, "zero3_gather_passes": 3.0, "list_collectives": True,
                        "zero3_replicated_params_per_layer": 8.0, "list_gather_host_calls": 1.0,
-                       "list_reduce_host_calls": 2.0, "zero3_replicated_host_calls": 4.0}
+                       "list_reduce_host_calls": 2.0, "zero3_replicated_host_calls": 4.0,
+                       "zero3_fetch_sync": True}
 """DeepSpeed 2021 stage 3 on a Megatron GPT layer, counted from its code (GROUP_ASSUMPTIONS["zero3n21"];
 tests/validation/test_published_runs.py enumerates them from the layer's parameter shapes)."""
 

@@ -255,12 +255,20 @@ class Fabric:
     def all_gather(self, size_bytes, stride, n, calls=1.0):
         return self.reduce_scatter(size_bytes, stride, n, calls)
 
-    def list_overhead(self, n, calls=1.0, host_calls=0.0):
-        """Host work of ``calls`` list-form all-gathers or reduce-scatters over n ranks:
-        calls * n * (copy_launch_s + aten_call_s + host_calls * python_tensor_call_s), the copy
-        between the flat NCCL buffer and each rank's tensor (PyTorch's ProcessGroupNCCL) plus the
-        caller's ``host_calls`` Python tensor calls per rank to build the list; 0 for one rank."""
-        return self._per_rank(n, calls, self.list_rank_s, host_calls)
+    def list_overhead(self, n, calls=1.0, host_calls=0.0, copy_bytes=0.0, hbm_bps=np.inf):
+        """Time of the per-rank work of ``calls`` list-form all-gathers or reduce-scatters over n ranks:
+        calls * (n * host_calls * python_tensor_call_s + max(n * (copy_launch_s + aten_call_s),
+        2 copy_bytes / hbm_bps)): the caller's ``host_calls`` Python tensor calls per rank to build
+        the list, then the copy between the flat NCCL buffer and each rank's tensor (PyTorch's
+        ProcessGroupNCCL), issued rank by rank from the host while the device copies what was issued
+        (reads and writes the call's ``copy_bytes`` once: the slower of the two sets the time);
+        0 for one rank."""
+        n = np.asarray(n, dtype=float)
+        py = self._per_rank(n, calls, 0.0, host_calls)
+        host = self._per_rank(n, calls, self.list_rank_s, 0.0)
+        device = np.asarray(calls, dtype=float) * where(n > 1, 2.0 * np.asarray(copy_bytes, dtype=float)
+                                                        / np.asarray(hbm_bps, dtype=float), 0.0)
+        return py + np.maximum(host, device)
 
     def rank_copies(self, n, copies=1.0, host_calls=0.0):
         """Host work of ``copies`` copies per rank issued from Python, rank by rank:

@@ -65,3 +65,18 @@ def nested(compute, streams, slowdown, bounds=()):
         core = np.maximum(core, b)
     wall = (1.0 - slowdown) * core + slowdown * (compute + total)
     return wall, core - compute
+
+
+def hook_serialized(window, comm, calls, slowdown):
+    """Exposed time of ``calls`` communication calls issued one behind the compute they follow.
+
+    DeepSpeed 2021 stage 3's gradient reduction: the gradient hook of weight k issues the
+    reduce-scatter of weight k - 1 and the gather before weight k + 1 synchronizes the device, so each
+    call can hide only under one ``window`` of compute (a weight's backward GEMMs), and the last call,
+    issued in the backward's epilogue, is exposed whole:
+
+        (calls - 1) * (hide(window, comm) - window) + comm
+
+    (checked against an event simulation of the hook order, tests/explore/test_overlap.py)."""
+    per_call = hide(window, comm, slowdown) - np.asarray(window, dtype=float)
+    return np.maximum(np.asarray(calls, dtype=float) - 1.0, 0.0) * per_call + np.asarray(comm, dtype=float)

@@ -57,6 +57,7 @@ class ParallelPlan:
     list_gather_host_calls: np.ndarray = 0.0    # caller's Python tensor calls per rank per list all-gather
     list_reduce_host_calls: np.ndarray = 0.0    # ... per rank per list reduce-scatter
     zero3_replicated_host_calls: np.ndarray = 0.0  # ... per rank per regathered small parameter
+    zero3_fetch_sync: np.ndarray = False  # DeepSpeed 2021: zero-filled gathers after a device sync (step.py)
     backward_prefetch_post: np.ndarray = False  # ZeRO-3 backward gathers on the critical path (step.py)
     fsdp_root_unit: np.ndarray = False   # FSDP root unit (embedding) gathered first, reduced last (step.py)
     pp_p2p_serial: np.ndarray = False    # DeepSpeed pipeline engine: blocking sends/receives one at a time
@@ -97,6 +98,7 @@ class ParallelPlan:
                   list_gather_host_calls=v["parallelism.list_gather_host_calls"].astype(float),
                   list_reduce_host_calls=v["parallelism.list_reduce_host_calls"].astype(float),
                   zero3_replicated_host_calls=v["parallelism.zero3_replicated_host_calls"].astype(float),
+                  zero3_fetch_sync=np.asarray(v["parallelism.zero3_fetch_sync"], bool),
                   backward_prefetch_post=np.asarray(v["parallelism.backward_prefetch"]) == "post",
                   fsdp_root_unit=np.asarray(v["parallelism.fsdp_root_unit"], bool),
                   pp_p2p_serial=np.asarray(v["parallelism.pp_p2p"]) == "serial",

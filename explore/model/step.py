@@ -31,7 +31,10 @@ paying its latency; list-form collectives (``list_collectives``) add a host copy
 and call plus the caller's Python tensor calls per rank (``list_gather_host_calls``,
 ``list_reduce_host_calls``), and ``zero3_replicated_params_per_layer`` small parameters are
 regathered rank by rank after the step (``zero3_replicated_host_calls`` Python calls and a copy
-each; DeepSpeed 2021 stage 3: explore/validation.py DEEPSPEED_2021_ZERO3).
+each; DeepSpeed 2021 stage 3: explore/validation.py DEEPSPEED_2021_ZERO3); a list call's per-rank
+copies take the longer of their host issue and their HBM traffic. ``zero3_fetch_sync`` (DeepSpeed
+2021's fetch): every gather buffer is zero-filled before a device synchronize, so each gradient
+reduce-scatter hides only under the next weight's backward GEMMs (``overlap.hook_serialized``).
 
 Issue 11 (marked blocks): context parallelism holds s/cp tokens per rank and
 exchanges key/value blocks in a ring (``context.py``), MoE layers add the expert
@@ -310,12 +313,18 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
                        fab.all_reduce(size * plan.grad_reduce_bytes, stride, n, calls))
         ag = where((zero >= 1) & (zero <= 2), fab.all_gather(size * 2.0, stride, n, buckets), 0.0)
         layer = fab.all_gather(size * 2.0 / n_full, stride, n, k3)
-        if lists:   # list-form calls: host work per rank and call (all-reduce takes one tensor)
-            lst_g = where(plan.list_collectives, fab.list_overhead(n, 1.0, plan.list_gather_host_calls), 0.0)
-            lst_r = where(plan.list_collectives, fab.list_overhead(n, 1.0, plan.list_reduce_host_calls), 0.0)
-            red = red + where(zero >= 1, calls * lst_r, 0.0)
-            ag = ag + where((zero >= 1) & (zero <= 2), buckets * lst_g, 0.0)
-            layer = layer + k3 * lst_g
+        if lists:   # list-form calls: per-rank work and copies per call (all-reduce takes one tensor)
+            lst = plan.list_collectives
+            red = red + where(lst & (zero >= 1), fab.list_overhead(
+                n, calls, plan.list_reduce_host_calls, size * plan.grad_reduce_bytes / calls, hbm), 0.0)
+            ag = ag + where(lst & (zero >= 1) & (zero <= 2), fab.list_overhead(
+                n, buckets, plan.list_gather_host_calls, size * 2.0 / buckets, hbm), 0.0)
+            layer = layer + where(lst, fab.list_overhead(n, k3, plan.list_gather_host_calls,
+                                                         size * 2.0 / (n_full * k3), hbm), 0.0)
+        # DeepSpeed 2021 fetch (zero3_fetch_sync): each gather buffer is zero-filled (torch.zeros, 2 B
+        # written per element) before the device is synchronized and the gather issued
+        if np.any(plan.zero3_fetch_sync):
+            layer = layer + where(plan.zero3_fetch_sync & (n > 1), size * 2.0 / n_full / hbm, 0.0)
         red = where(active, red, 0.0)
         ag = where(active, ag, 0.0)
         layer = where(active, layer, 0.0)
@@ -372,6 +381,14 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     bounds = [compute_wall + where(ov_rs, rs_last, 0.0),
               compute_wall + where(ov_ag & z3, mb * z3_layer, 0.0), compute_wall + fsdp_ends]
     wall, _ = overlap.nested(compute_wall, streams, kappa, bounds)
+    if np.any(plan.zero3_fetch_sync):
+        # DeepSpeed 2021 stage 3 (zero3_fetch_sync): a weight's gradient reduce-scatter is issued from
+        # the next weight's gradient hook and the gather after it synchronizes the device, so each call
+        # hides only under one weight's backward GEMMs (bwd_compute / k3), and the last one, issued in
+        # the backward's epilogue, is exposed whole; the step is at least that long
+        sync_rs = where(z3 & ov_rs & plan.zero3_fetch_sync & on, 1.0, 0.0)
+        exposed = rs_times * overlap.hook_serialized(bwd_compute / k3, rs_last, n_full * k3, kappa)
+        wall = np.maximum(wall, compute_wall + sync_rs * exposed)
     dp_serial = where(ov_rs, 0.0, t_rs) + where(ov_ag, 0.0, t_ag) + stall
     z3_serial = where(ov_ag, z3_post, t_z3)
     if np.any(plan.zero3_replicated_params_per_layer > 0):

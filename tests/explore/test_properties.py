@@ -479,7 +479,9 @@ RUNTIME_MOVES = [{"zero3_calls_per_layer": 4.0}, {"zero3_gather_passes": 3.0}, {
                  {"list_collectives": True, "zero3_replicated_params_per_layer": 8.0, "list_gather_host_calls": 1.0,
                   "list_reduce_host_calls": 2.0, "zero3_replicated_host_calls": 4.0},
                  # PyTorch FSDP's root unit, gathered first and reduce-scattered last (step.py)
-                 {"fsdp_root_unit": True}]
+                 {"fsdp_root_unit": True},
+                 # DeepSpeed 2021's fetch: zero-filled gathers after a device sync (step.py)
+                 {"zero3_fetch_sync": True}]
 
 
 @NET_SETTINGS
@@ -490,7 +492,7 @@ def test_zero3_runtime_costs_never_shorten_a_step(model_rows):
     base = [{**r, p + "zero3_calls_per_layer": 1.0, p + "zero3_gather_passes": 2.0,
              p + "list_collectives": False, p + "zero3_replicated_params_per_layer": 0.0,
              p + "fsdp_root_unit": False, p + "list_gather_host_calls": 0.0, p + "list_reduce_host_calls": 0.0,
-             p + "zero3_replicated_host_calls": 0.0} for r in rows]
+             p + "zero3_replicated_host_calls": 0.0, p + "zero3_fetch_sync": False} for r in rows]
     variants = [v for r in base for v in [r] + [{**r, **{p + k: x for k, x in m.items()}} for m in RUNTIME_MOVES]]
     t = _evaluate_rows(model, variants)["step_time_s"].values.reshape(len(rows), 1 + len(RUNTIME_MOVES))
     both = np.isfinite(t[:, :1]) & np.isfinite(t[:, 1:])

@@ -99,16 +99,18 @@ def test_zero3_group_is_held_out_with_its_error_bounded():
     critical path, regathered in the recompute, small parameters regathered rank by rank each step,
     each list built in Python per rank; explore.validation.DEEPSPEED_2021_ZERO3) and its per-rank
     host work at the cited parts (hwmodels/catalog/collectives.toml: copy launch 2.2 us + ATen call
-    1.0 us per copy, 2.0 us per Python tensor call): still too fast on every run, by 13-23 % where the
-    published runs are compute-bound (384 / 640 GPUs) and by 26-42 % beyond (README "Where the model
-    is still wrong"). Honest bound on today's out-of-sample error (MAPE 26.9 %, max 42.4 %): not a
-    pass mark, a guard against getting worse."""
+    1.0 us per copy, 2.0 us per Python tensor call), each gather buffer zero-filled after a device
+    sync and each gradient reduce-scatter hidden under one weight's backward only (zero3_fetch_sync),
+    list copies bound by HBM as well: still too fast on every run, by 12-21 % where the
+    published runs are compute-bound (384 / 640 GPUs) and by 25-41 % beyond (README "Where the model
+    is still wrong"). Honest bound on today's out-of-sample error (MAPE 25.4 %, max 41.2 %; 26.9 / 42.4 %
+    before zero3_fetch_sync): not a pass mark, a guard against getting worse."""
     assert "zero3n21" in V.HELD_OUT_GROUPS
     assert len(ZERO3) == 6
     e = V.errors(ZERO3)
     assert np.all(e < 0), e
-    assert float(np.mean(np.abs(e))) <= 0.29
-    assert float(np.max(np.abs(e))) <= 0.45
+    assert float(np.mean(np.abs(e))) <= 0.27
+    assert float(np.max(np.abs(e))) <= 0.43
 
 
 def _coalesced(case):
@@ -127,9 +129,9 @@ def test_zero3_deepspeed_2021_code_paths_make_the_175b_plateau_not_the_530b_one(
     """Against the coalesced reading (the scenarios before DeepSpeed's code was modelled: MAPE 54 %),
     DeepSpeed 2021's code paths slow every run by >= 8 points, more at more ranks (per-rank copies,
     Python calls and ring latency grow with N). At the cited per-rank host costs the 175B step stops
-    falling from 768 to 1,536 GPUs (within 5 %; published 66.75 s on both, the model's level 26 % below
-    it), while 530B's still falls by > 10 % from 1,120 to 2,240, where the published step stays flat
-    (180 / 184 s): 8.3 us more per rank and item would be needed (benchmarks/zero3_bounds.py)."""
+    falling from 768 to 1,536 GPUs (within 5 %; published 66.75 s on both, the model's 50.1 -> 50.4 s,
+    its level 25 % below), while 530B's still falls by > 10 % from 1,120 to 2,240 (127.7 -> 108.1 s),
+    where the published step stays flat (180 / 184 s) (benchmarks/zero3_bounds.py)."""
     e_ds, e_co = V.errors(ZERO3), V.errors([_coalesced(c) for c in ZERO3])
     assert float(np.mean(np.abs(e_co))) > 0.50
     assert np.all(e_ds > e_co + 0.08), (e_co, e_ds)
