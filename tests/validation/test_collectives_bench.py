@@ -246,6 +246,22 @@ def test_bench_rows_run_nccl_own_node_count():
     assert abs(modelled_busbw(rows["cw_gb200_2rack_allreduce_512m"]) / 493.94 - 1) <= 0.15
 
 
+def test_split_domains_only_ever_add_trees():
+    """``split_domains`` adds the split-domain trees as further options and nothing else: over the
+    bench's systems and 1 KiB-16 GiB an all-reduce at NCCL's node count is never faster than with
+    them, and an all-gather (no split trees on a switched fabric) is the same."""
+    sizes = 2.0 ** np.arange(10, 35, 2)
+    for bid in ("vp_h100_4node_allreduce_1m", "nt309_h100_8node_allreduce_1m", "cw_gb200_2rack_allreduce_512m",
+                "cw_gb200_20rack_allreduce_512m", "nccl1048_a100_2node_allreduce"):
+        row = next(r for r in ROWS if r["bench_id"] == bid)
+        own, split = fabric(row), fabric(dict(row, system=row["system"] + "; NCCL_HOSTID per part"))
+        assert not own.split_domains and split.split_domains
+        stride, n = np.array([1.0]), np.array([float(row["gpus"])])
+        for size in sizes:
+            assert own.all_reduce(size, stride, n)[0] >= split.all_reduce(size, stride, n)[0]
+            assert own.all_gather(size, stride, n)[0] == split.all_gather(size, stride, n)[0]
+
+
 def test_counts_within_15_percent():
     """67 of 84 points within 15 %; 36 of the 49 from 1 MiB to 1 GiB, 12 of the 17 of those at 64
     GPUs or more (none of the two at 1,440 GPUs). On the model's split-domain trees (NCCL_HOSTID
