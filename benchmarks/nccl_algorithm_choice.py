@@ -9,8 +9,10 @@ the model's error under two readings. No constant is fitted:
 * ``nccl pick``: the model's time of the one (algorithm, protocol) that NCCL's own estimate ranks
   first. These are the catalog's ``tuning_*`` constants from NVIDIA/nccl src/graph/tuning.cc
   (the same in v2.26.2-1, commit f44ac759fee1), and src/enqueue.cc topoGetAlgoInfo takes the
-  smallest estimate. The reading has no split trees, because NCCL_HOSTID is not set in the
-  published jobs. It is a hard choice, not monotone in bandwidth, so it is a diagnostic only.
+  smallest estimate. It is a hard choice, not monotone in bandwidth, so it is a diagnostic only.
+
+Both readings run at NCCL's own node count, without the model's split-domain trees, because no
+published job set NCCL_HOSTID (the bench's ``fabric``, ``Fabric(..., split_domains=False)``).
 
 The rows are ring or tree at Simple, and the low-latency protocol on each (LL, or LL128 inside
 one domain). The last line counts the points within 15 %: all 84, the 49 from 1 MiB to 1 GiB,
@@ -26,7 +28,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "validation"))
 import test_collectives_bench as bench  # noqa: E402
 
-from explore.model import fabric as fb  # noqa: E402
 from topologies import collectives as coll  # noqa: E402
 
 
@@ -66,10 +67,9 @@ def nccl_pick_call_s(size_bytes, n, nodes, bus_bw_bps, tree_bus_bps, lat_intra_s
 
 
 def errors(reading):
-    call, split = coll.nccl_call_s, fb.Fabric._split_trees
+    call = coll.nccl_call_s
     if reading == "nccl pick":
         coll.nccl_call_s = nccl_pick_call_s
-        fb.Fabric._split_trees = lambda self, t, *args: t
     try:
         out = {}
         for r in bench.ROWS:
@@ -77,7 +77,7 @@ def errors(reading):
             out[r["bench_id"]] = (bench.modelled_busbw(r) / float(r["busbw_gbs"]) - 1, nccl_pick_call_s.last)
         return out
     finally:
-        coll.nccl_call_s, fb.Fabric._split_trees = call, split
+        coll.nccl_call_s = call
 
 
 def counts(err):

@@ -36,6 +36,9 @@ an all-reduce also has the trees of the domain split into 2, 4, ... parts, each 
 its own on the network (``_split_trees``); on torus, ocs-torus and ocs-reconfigurable designs
 every call takes the fastest of the domain and its splits, each with its own torus shape or
 circuit plan (``explore.model.system.sub_domain_networks``, evaluated on those designs only).
+A split is what a job gets by setting NCCL_HOSTID per part; ``Fabric(..., split_domains=False)``
+runs NCCL's own node count instead (one node per host, or per NVLink clique under multi-node
+NVLink), as a job that does not set it (the published collective benchmarks).
 
 ``calls`` splits a buffer into that many collectives (buckets, layers), each paying
 its latency.
@@ -64,7 +67,7 @@ def library(name: str = "nccl") -> dict:
 class Fabric:
     """Per-call collective times of a design's groups (all arguments broadcasting arrays)."""
 
-    def __init__(self, s: SystemSpec, c: cal.Calibration):
+    def __init__(self, s: SystemSpec, c: cal.Calibration, split_domains: bool = True):
         if s.network is None:
             raise ValueError("SystemSpec.network is None: every system has a scale-out network "
                              "(explore.model.system.build_system sets it)")
@@ -94,6 +97,10 @@ class Fabric:
         self.nvls = np.asarray(s.su_in_switch_reduction, dtype=float) > 0
         self.so_lat = s.so_latency_s
         self.domain = s.su_size
+        # the splits of the domain (``_split_trees``, ``self.subs``) are NCCL_HOSTID per part, a
+        # setting of the job; False: NCCL's own node count, one node per host or, under
+        # multi-node NVLink, per NVLink clique (NVIDIA/nccl v2.26.2-1 src/init.cc, src/graph/topo.cc)
+        self.split_domains = bool(split_domains)
         self._cache = {}
         self.place = Placement(s.network, s.su_size, s.so_bandwidth_bps, s.so_latency_s,
                                s.nics_per_device, s.nic_bandwidth_bps, c.scale_out_link_efficiency,
@@ -104,7 +111,7 @@ class Fabric:
         # (a torus and a circuit design apart: each sub-fabric computes one family's paths)
         self.subs = []
         torus = np.asarray(self.place.is_torus())
-        for size, net in s.sub_domains:
+        for size, net in (s.sub_domains if split_domains else ()):
             split = np.asarray(size) != np.asarray(s.su_size)
             sub = replace(s, su_size=size, network=net, sub_domains=())
             if split.size == 1 and torus.size == 1:          # one design, or all alike
@@ -204,7 +211,7 @@ class Fabric:
     def _best(self, t, method, *args):
         """``t`` or, for the designs a split of the domain applies to, the faster of it and the
         split's (``self.subs``: only those designs' rows are evaluated)."""
-        for idx, n, sub in self.subs:
+        for idx, n, sub in (self.subs if self.split_domains else ()):
             if idx is None:
                 t = np.minimum(t, getattr(sub, method)(*args))
                 continue
@@ -228,7 +235,7 @@ class Fabric:
         t = coll.nccl_call_s(size_bytes, n, outer, bus, tree_bus, self.su_lat, self.so_lat, self.base, all_reduce,
                              self.plateau, self.tree_factor, self.tree_correction, frac, self.pipeline,
                              nvls, self.nvls_lat, self._choice(stride, n, outer, bus, tree_bus, all_reduce, nvls))
-        if all_reduce:
+        if all_reduce and self.split_domains:
             t = self._split_trees(t, size_bytes, n, inner, outer, net)
         if self.place.any_torus:
             t = where(self.place.is_torus() & (outer > 1), self._torus(size_bytes, stride, n, all_reduce), t)
