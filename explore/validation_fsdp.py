@@ -107,6 +107,7 @@ def build_scenario(row: dict) -> dict:
     if "_h100_" in row["run_id"]:   # sweep.py: attn_impl triton for 13B and 30B, flash for the others
         triton = row["run_id"].split("_")[2] in TRITON_ATTN
         training["elementwise_kernels"] = "llm-foundry-triton" if triton else "llm-foundry-flash"
+        training["train_metrics"] = 2     # LanguageCrossEntropy, LanguagePerplexity (module docstring)
     if row["run_id"].startswith(GROUP + "_a100"):
         system = {"accelerator": "a100-sxm-80gb", "devices": n, "scale_up": {"size": 8, "link": "nvlink3"},
                   "scale_out": {"topology": "fat-tree", "link": "roce-400", "nics_per_device": 1.0,

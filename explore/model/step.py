@@ -223,10 +223,11 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     head_bwd = (2.0 * logit_flops / (peak_other * c.gemm_efficiency) + 2 * c.gemm_overhead_s
                 + logit_bwd_bytes * tokens_mb * m.vocab / t / hbm)
     emb_bwd = cal.EMBEDDING_GRAD_BYTES_PER_PARAM * m.vocab * h / t / hbm
-    # llm-foundry under Composer: the training metrics' two fp32 cross-entropies over the logits after
-    # every microbatch's backward (cal.FOUNDRY_TRAIN_METRIC_BYTES_PER_ELEMENT), on the compute stream
-    # after FSDP's final callback has made it wait for the gradient reduction: serial, no window
-    t_metric = where(fnd, cal.FOUNDRY_TRAIN_METRIC_BYTES_PER_ELEMENT, 0.0) * tokens_mb * m.vocab / t / hbm
+    # training metrics (training.train_metrics; Composer's, as llm-foundry ran them): one fp32
+    # cross-entropy over the logits each after every microbatch's backward
+    # (cal.TRAIN_METRIC_BYTES_PER_ELEMENT), on the compute stream after FSDP's final callback has made
+    # it wait for the gradient reduction: serial, no communication window
+    t_metric = recipe.train_metrics * cal.TRAIN_METRIC_BYTES_PER_ELEMENT * tokens_mb * m.vocab / t / hbm
 
     # --- 1F1B steady state: each slot is one forward and one backward of the slowest stage;
     # forward and backward are bounded separately (the fullest stage or the last stage + head)
