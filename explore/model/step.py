@@ -226,7 +226,9 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     # training metrics (training.train_metrics; Composer's, as llm-foundry ran them): one fp32
     # cross-entropy over the logits each after every microbatch's backward
     # (cal.TRAIN_METRIC_BYTES_PER_ELEMENT), on the compute stream after FSDP's final callback has made
-    # it wait for the gradient reduction: serial, no communication window
+    # it wait for the gradient reduction: serial, no communication window (pp = 1 where it is set; with
+    # pp > 1 it is charged per microbatch on top of the step, an upper bound). Memory: its two fp32
+    # tensors of the logits' shape live after the backward has freed the activations, below the peak
     t_metric = recipe.train_metrics * cal.TRAIN_METRIC_BYTES_PER_ELEMENT * tokens_mb * m.vocab / t / hbm
 
     # --- 1F1B steady state: each slot is one forward and one backward of the slowest stage;
