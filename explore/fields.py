@@ -110,6 +110,11 @@ SCHEMA: dict[str, dict[str, Field]] = {
                       doc="cross-entropy: fused (Megatron's vocab-parallel loss, fp32 logits once) or unfused "
                           "(PyTorch cross_entropy on upcast 16-bit logits: 12 B per logit at its peak, 16 B with "
                           "loss parallel, +2 B while the caller holds the logits; memory.loss_bytes_per_logit)"),
+        "train_metrics": Field("int", 0, lo=0,
+                               doc="training metrics that each recompute a cross-entropy over the logits in "
+                                   "fp32 after every microbatch's backward (Composer's train metrics: "
+                                   "llm-foundry's MPT registers 2, LanguageCrossEntropy and LanguagePerplexity; "
+                                   "14 B per logit each, explore/model/calibration.py TRAIN_METRIC_BYTES_PER_ELEMENT)"),
         "elementwise_kernels": Field("choice", "megatron",
                                      choices=("megatron", "llm-foundry-flash", "llm-foundry-triton"),
                                      doc="HBM traffic of the memory-bound kernels around the GEMMs and of the "

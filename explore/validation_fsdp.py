@@ -51,6 +51,12 @@ FSDP unit):
   reductions, flash-attn 2.4.2's varlen (un)padding copies, and flash-attn's fused Triton
   cross-entropy on the bf16 logits instead of Megatron's fp32 one (byte counts, kernel by kernel, in
   ``explore/model/calibration.py``, ``FOUNDRY_*``). The A100 rows (an older table) keep the default.
+* ``training.train_metrics = 2`` (H100 rows): llm-foundry's ComposerMPTCausalLM registers
+  LanguageCrossEntropy and LanguagePerplexity as train metrics (``use_train_metrics`` default True; the
+  benchmark yamls leave it on), and Composer 0.17.2 (llm-foundry's pin) updates both after every
+  microbatch's backward (``_train_microbatches`` -> ``_eval_train_metrics``), each a torch cross-entropy
+  on the bf16 logits that autocast runs in fp32 (``calibration.TRAIN_METRIC_BYTES_PER_ELEMENT``). The
+  A100 table's code is not pinned: 0 there (it would add under 0.1 %).
 """
 from __future__ import annotations
 
@@ -67,7 +73,8 @@ ASSUMPTIONS = (
     "reduce-scattered per block) and activation checkpointing (every block, full recompute); mixed precision "
     "DEFAULT (bf16 gathers, fp32 gradient reduce-scatter); flash attention; MPT's memory-bound kernels as they "
     "ran in eager PyTorch 2.1 (training.elementwise_kernels: llm-foundry-flash, llm-foundry-triton for 13B and 30B "
-    "(sweep.py's attn_impl), flash-attn's Triton cross-entropy); gathers and reduce-scatters "
+    "(sweep.py's attn_impl), flash-attn's Triton cross-entropy); Composer's two training metrics (fp32 "
+    "cross-entropies over the logits after every microbatch's backward); gathers and reduce-scatters "
     "overlapped with compute except the FSDP root unit's (embedding) gather and reduce-scatter at the step's two "
     "ends (FSDP backward_prefetch BACKWARD_PRE and forward_prefetch, as llm-foundry's "
     "scripts/train/benchmarking/sweep.py, commit 5e85bd62d4ec9e13353ca95877477602ab538e5b, sets them). "
@@ -107,6 +114,7 @@ def build_scenario(row: dict) -> dict:
     if "_h100_" in row["run_id"]:   # sweep.py: attn_impl triton for 13B and 30B, flash for the others
         triton = row["run_id"].split("_")[2] in TRITON_ATTN
         training["elementwise_kernels"] = "llm-foundry-triton" if triton else "llm-foundry-flash"
+        training["train_metrics"] = 2     # LanguageCrossEntropy, LanguagePerplexity (module docstring)
     if row["run_id"].startswith(GROUP + "_a100"):
         system = {"accelerator": "a100-sxm-80gb", "devices": n, "scale_up": {"size": 8, "link": "nvlink3"},
                   "scale_out": {"topology": "fat-tree", "link": "roce-400", "nics_per_device": 1.0,

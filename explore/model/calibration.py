@@ -161,3 +161,19 @@ logits: the forward kernel reads each logit once (2 B) and writes one log-sum-ex
 FOUNDRY_LOGITS_BWD_BYTES_PER_ELEMENT = 4.0
 """Its backward kernel reads each logit again and writes its gradient into a new bf16 tensor
 (``inplace_backward`` False): 2 + 2 = 4 B."""
+TRAIN_METRIC_BYTES_PER_ELEMENT = 14.0
+"""One training metric's cross-entropy, per logit and microbatch, after the backward
+(``training.train_metrics`` counts them): llm-foundry's
+ComposerMPTCausalLM registers LanguageCrossEntropy and LanguagePerplexity as train metrics
+(llmfoundry/models/mpt/modeling_mpt.py, ``use_train_metrics`` default True, commit 5e85bd62d; the
+benchmark yamls leave it on), and Composer v0.17.2 (llm-foundry's pin, ``mosaicml>=0.17.2,<0.18``)
+updates them after every microbatch's backward (composer/trainer/trainer.py ``_train_microbatches`` ->
+``_eval_train_metrics``: ``eval_forward`` reuses the training outputs, then ``update_metric`` per
+metric under the bf16 autocast context). Each update (composer/metrics/nlp.py,
+``LanguageCrossEntropy.update``; LanguagePerplexity subclasses it) calls torch's
+``CrossEntropyLoss(reduction='sum')`` on the bf16 logits, which autocast runs in fp32 (PyTorch 2.1
+docs, amp.rst, "CUDA Ops that can autocast to float32": cross_entropy): the cast (read 2, write 4)
+and log_softmax's output (read 4, write 4) = 14 B per metric (llm-foundry: two). A lower bound on the HBM
+traffic: torch 2.1's cunn_SoftMaxForward (rows of 50,368 fp32 exceed its 48 KB shared-memory path)
+reads each row three times (max, sum of exponentials, output); the two re-reads (8 B per metric) are
+not counted, as they may hit L2. nll_loss reads one element per row (not counted)."""

@@ -59,6 +59,7 @@ class Recipe:
     unfused_loss: np.ndarray = False    # training.loss = unfused (memory.loss_bytes_per_logit)
     foundry_kernels: np.ndarray = False  # training.elementwise_kernels = llm-foundry-* (calibration.py)
     foundry_unpad: np.ndarray = False    # ... = llm-foundry-flash: flash-attn varlen (un)padding copies
+    train_metrics: np.ndarray = 0.0      # training.train_metrics: fp32 cross-entropies per microbatch
 
     @classmethod
     def from_resolved(cls, r, system) -> "Recipe":
@@ -79,7 +80,8 @@ class Recipe:
                    unfused_loss=b(np.asarray(v["training.loss"]) == "unfused"),
                    foundry_kernels=b(np.isin(np.asarray(v["training.elementwise_kernels"]),
                                                  ("llm-foundry-flash", "llm-foundry-triton"))),
-                   foundry_unpad=b(np.asarray(v["training.elementwise_kernels"]) == "llm-foundry-flash"))
+                   foundry_unpad=b(np.asarray(v["training.elementwise_kernels"]) == "llm-foundry-flash"),
+                   train_metrics=b(np.asarray(v["training.train_metrics"], dtype=float)))
 
     @classmethod
     def default(cls, system) -> "Recipe":

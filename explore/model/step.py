@@ -226,6 +226,13 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     head_bwd = (2.0 * logit_flops / (peak_other * c.gemm_efficiency) + 2 * c.gemm_overhead_s
                 + logit_bwd_bytes * tokens_mb * m.vocab / t / hbm)
     emb_bwd = cal.EMBEDDING_GRAD_BYTES_PER_PARAM * m.vocab * h / t / hbm
+    # training metrics (training.train_metrics; Composer's, as llm-foundry ran them): one fp32
+    # cross-entropy over the logits each after every microbatch's backward
+    # (cal.TRAIN_METRIC_BYTES_PER_ELEMENT), on the compute stream after FSDP's final callback has made
+    # it wait for the gradient reduction: serial, no communication window (pp = 1 where it is set; with
+    # pp > 1 it is charged per microbatch on top of the step, an upper bound). Memory: its two fp32
+    # tensors of the logits' shape live after the backward has freed the activations, below the peak
+    t_metric = recipe.train_metrics * cal.TRAIN_METRIC_BYTES_PER_ELEMENT * tokens_mb * m.vocab / t / hbm
 
     # --- 1F1B steady state: each slot is one forward and one backward of the slowest stage;
     # forward and backward are bounded separately (the fullest stage or the last stage + head)
@@ -412,7 +419,7 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     t_opt = (cal.OPTIMIZER_BYTES_PER_PARAM * opt_params
              + cal.GRAD_BUFFER_PASSES * plan.grad_reduce_bytes * params_dev) / hbm
 
-    step = wall + dp_serial + z3_serial + t_opt
+    step = wall + dp_serial + z3_serial + t_opt + mb * t_metric
 
     # --- memory per device (bytes): peak over the first, a full middle and the last stage
     act_layer = activation_bytes_per_layer(m, b / cp, t, sp, plan.recompute, flash)  # issue 11: s/cp tokens
@@ -449,14 +456,14 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     # --- FLOPs actually executed per device per step (hardware FLOPs, incl. recompute)
     rc_flops = where(rc_full, gemm_flops + attn_flops, where(rc_sel, attn_flops, 0.0))
     hw_flops_layer = 3.0 * (gemm_flops + attn_flops) + rc_flops
-    busy = mb * compute_stage + t_opt
+    busy = mb * (compute_stage + t_metric) + t_opt
 
     return {
         "step_time_s": step,
         "params_per_device": params_dev,
         "hw_flops_per_device": mb * (m.layers / p) * hw_flops_layer + mb * 3 * logit_flops / p,
         "busy_time_s": busy,
-        "time_s_compute": mb * compute_stage,
+        "time_s_compute": mb * (compute_stage + t_metric),
         # issue 11: exposed MoE all-to-all and ring-attention exchange, split out of the layer comm
         "time_s_tp_comm": mb * (t_stage - compute_stage) * (1.0 - _share(moe_layer + cp_layer, layer_comm)),
         "time_s_moe_comm": mb * (t_stage - compute_stage) * _share(moe_layer, layer_comm),

@@ -3,9 +3,10 @@ communication-bound group, out of sample.
 
 The group is held out of every fit (explore.validation.HELD_OUT_GROUPS), so the shipped constants
 (explore/model/calibration.py) were fitted without it and its errors below are out of sample.
-Measured with the constants of this commit: MAPE 10.30 % over 20 runs (above issue 10's 10 %), worst
-22.0 % (MPT-1B, 512 H100, too fast); activation-checkpointed FULL_SHARD runs 5.2 % (worst 9.0 %); every
-H100 run too fast, those without activation checkpointing by 12.9-22.0 %. Bounds are those figures plus a
+Measured with the constants of this commit: MAPE 9.52 % over 20 runs (issue 10's 10 %; 10.30 % before
+Composer's training metrics were counted, tests/explore/test_train_metrics.py), worst 19.5 % (MPT-1B,
+512 H100, too fast); activation-checkpointed FULL_SHARD runs 5.1 % (worst 8.9 %); every H100 run too
+fast, those without activation checkpointing by 11.7-19.5 %. Bounds are those figures plus a
 small margin: they record where the model stands, not a target.
 """
 import copy
@@ -49,10 +50,11 @@ def test_every_fsdp_run_is_valid_and_fits_memory(run_id):
     assert float(ds["memory_per_device_bytes"][0]) <= 80e9
 
 
-def test_out_of_sample_mape_within_11_percent(errors):
+def test_out_of_sample_mape_within_10_percent(errors):
+    """Issue 10's target for the new communication-bound group: <= 10 % out of sample."""
     e = np.array(list(errors.values()))
-    assert np.mean(np.abs(e)) <= 0.105, f"MAPE {100 * np.mean(np.abs(e)):.2f} %"
-    assert np.max(np.abs(e)) <= 0.225, f"worst {100 * np.max(np.abs(e)):.2f} %"
+    assert np.mean(np.abs(e)) <= 0.10, f"MAPE {100 * np.mean(np.abs(e)):.2f} %"
+    assert np.max(np.abs(e)) <= 0.20, f"worst {100 * np.max(np.abs(e)):.2f} %"
 
 
 def test_checkpointed_full_shard_runs_within_6_percent(errors):
@@ -63,11 +65,11 @@ def test_checkpointed_full_shard_runs_within_6_percent(errors):
 
 def test_model_is_still_optimistic_on_every_h100_run(errors):
     """Honest sign: the model is too fast on all 18 H100 runs, on the 9 without activation
-    checkpointing by 12.9-22.0 %, even with MPT's eager memory-bound kernels and FSDP's exposed root
-    unit counted (README, 'still optimistic')."""
+    checkpointing by 11.7-19.5 %, even with MPT's eager memory-bound kernels, FSDP's exposed root
+    unit and Composer's training metrics counted (README, 'still optimistic')."""
     assert all(v < 0 for k, v in errors.items() if "_h100_" in k)
     e = [v for k, v in errors.items() if "_h100_" in k and k.split("_")[2] in ("1b", "3b", "7b")]
-    assert len(e) == 9 and all(-0.225 <= v <= -0.12 for v in e), e
+    assert len(e) == 9 and all(-0.20 <= v <= -0.11 for v in e), e
 
 
 def test_step_time_growth_with_gpus_is_not_reproduced():
