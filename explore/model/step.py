@@ -426,7 +426,8 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
                                                     recipe.optimizer_bytes), work_bytes=work, held_bytes=held,
                                    per_step_states=torch_rt,
                                    allocator_overhead=where(torch_rt | ds_rt, cal.ALLOCATOR_OVERHEAD, 0.0),
-                                   z3_unsharded_params=z3_w, z3_grad_params=z3_g)
+                                   z3_unsharded_params=z3_w, z3_grad_params=z3_g,
+                                   one_chunk_grads=rt.one_chunk_gradients(p, v, mb, torch_rt))
     mem = mem_parts["total"]
 
     # --- FLOPs actually executed per device per step (hardware FLOPs, incl. recompute)
