@@ -2,7 +2,8 @@
 
 More bandwidth (scale-up or scale-out), more NICs per device or a larger scale-up
 domain never lengthen a step; more oversubscription or more latency never shorten
-it (NICs: except on an oversubscribed fat-tree below one NIC per device, ``_nic_exception``). The default run is derandomized (tests/conftest.py profile); ``-m slow`` runs
+it (NICs: except for jobs under one oversubscribed leaf that need two at twice the NICs,
+``_nic_exception``). The default run is derandomized (tests/conftest.py profile); ``-m slow`` runs
 the same properties on many more random examples.
 """
 import copy

@@ -3,9 +3,9 @@
 Below one NIC per device two devices share a NIC port, so at a fixed switch radix a leaf holds
 leaf_down / nics devices: going from 0.5 to 1 NIC per device halves the devices under a leaf. The
 randomized network property run found steps up to 8 % slower (0.04 % of fat-tree designs, all
-oversubscribed, below one NIC per device), the first a pipeline of 8 stages 32 devices apart on
-256 H100 (``pp_pairs_across_leaves``). Two modelling artefacts made that rise, both in
-``topologies.placement.Placement.switched_bw``:
+oversubscribed, below one NIC per device); a scan of this branch (24,000 such designs) found 51,
+among them a pipeline of 8 stages 32 devices apart on 256 H100 (``pp_pairs_across_leaves``).
+Two modelling artefacts made that rise, both in ``topologies.placement.Placement.switched_bw``:
 
 * a group whose span fitted a leaf's size was charged the full rate although devices sit under
   leaves in rank order and the group's blocks need not align with leaves (leaves of 102 devices
@@ -110,8 +110,8 @@ def test_job_under_one_leaf_networkx():
 
 
 def test_pp_pairs_across_leaves_step_time():
-    """The first design the randomized run found (gpt3-175b, tp 2, pp 8, dp 16, 2 virtual stages, 256
-    H100, 4:1): 10.794 s at 0.5 NIC per device and 10.840 s at 1 before; now 10.840 s at both (the
+    """pp_pairs_across_leaves (gpt3-175b, tp 2, pp 8, dp 16, 2 virtual stages, 256 H100, 4:1):
+    10.794 s at 0.5 NIC per device and 10.840 s at 1 before; now 10.840 s at both (the
     pipeline transfers uplink-bound at a leaf edge either way, as the graph above)."""
     row = pp_pairs_across_leaves()
     t = _evaluate_rows("gpt3-175b", [row, {**row, "system.scale_out.nics_per_device": 1.0}])["step_time_s"].values
