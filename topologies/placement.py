@@ -111,7 +111,7 @@ class Placement:
         in_leaf = ports <= self.leaf_down
         leaf_devices = self.leaf_down / np.minimum(self.nics, 1.0)
         one_leaf = self.devices <= leaf_devices
-        whole_blocks = np.isclose(np.mod(leaf_devices, np.maximum(span_devices, 1.0)), 0.0)
+        whole_blocks = ~indivisible(leaf_devices, np.maximum(span_devices, 1.0))
         leaf_local = in_leaf & (one_leaf | (whole_blocks & ~np.asarray(chain, dtype=bool)))
         same_rail = (stride >= self.domain) & ~indivisible(stride, self.domain)
         rail_local = same_rail & (np.ceil(span_devices / self.domain) <= self.leaf_down)
@@ -130,7 +130,7 @@ class Placement:
             off_leaf = np.where(r >= 1.0, 1.0 - 0.5 / np.maximum(r, 1.0), 0.5 * r)
             # aligned layouts: whole groups under a leaf send nothing out; a group of whole leaves
             # sends 1 - D / S of its bytes out of each of them
-            whole_leaves = (r >= 1.0) & np.isclose(np.mod(span_devices, leaf_devices), 0.0)
+            whole_leaves = (r >= 1.0) & ~indivisible(span_devices, leaf_devices)
             off_leaf = np.where(whole_leaves, 1.0 - 1.0 / np.maximum(r, 1.0), off_leaf)
             off_leaf = np.where(leaf_local, 0.0, off_leaf)
             off_leaf = np.where(self.devices <= leaf_devices, 0.0, off_leaf)   # one leaf: nothing leaves
