@@ -88,25 +88,38 @@ class Placement:
         self.devices = np.asarray(devices, dtype=float)
 
     # ------------------------------------------------------------------ bandwidth per group
-    def switched_bw(self, stride, n, p2p=False, all_to_all=False):
+    def switched_bw(self, stride, n, p2p=False, all_to_all=False, chain=False):
         """Per-rank bandwidth of a group on the packet-switched families (and OCS circuits).
 
         ``all_to_all``: every rank sends to every other, so the share of its bytes that leaves
         its leaf shares the uplinks' 1/o of the down-link rate (the bisection); rings (the default) send one
-        stream per leaf upward and keep more of it (below)."""
+        stream per leaf upward and keep more of it (below). ``chain``: the pairs of a pipeline of
+        more than two stages (rank i to i + stride for every stage boundary), which cross every leaf
+        edge the pipeline spans.
+
+        Devices sit under leaves in rank order, ``leaf_devices`` to a leaf, and a collective's
+        groups tile the ranks in blocks of ``stride n`` devices. On the fat-tree a group keeps the
+        full rate only where every group is under one leaf: the whole job under one leaf, or whole
+        blocks to a leaf (``leaf_devices`` a multiple of the block; never for a chain). A block
+        smaller than a leaf but not dividing it straddles leaf edges somewhere, and the rings cut
+        there leave the leaf as any crossing ring does (below)."""
         stride = np.asarray(stride, dtype=float)
         span_devices = np.minimum(stride * n, self.devices)
         # a device's NICs go to separate planes (one leaf each, as DGX SuperPOD rails), so a leaf
         # holds leaf_down devices whatever their NIC count (NICs shared by several devices: more)
         ports = span_devices * np.minimum(self.nics, 1.0)
         in_leaf = ports <= self.leaf_down
+        leaf_devices = self.leaf_down / np.minimum(self.nics, 1.0)
+        one_leaf = self.devices <= leaf_devices
+        whole_blocks = ~indivisible(leaf_devices, np.maximum(span_devices, 1.0))
+        leaf_local = in_leaf & (one_leaf | (whole_blocks & ~np.asarray(chain, dtype=bool)))
         same_rail = (stride >= self.domain) & ~indivisible(stride, self.domain)
         rail_local = same_rail & (np.ceil(span_devices / self.domain) <= self.leaf_down)
         # a ring that leaves a leaf uses one uplink out and one in per leaf it visits: with k of its
         # ranks under each leaf, the leaf's rings need 1/k of its down-link rate upward, which the
         # uplinks (1/o of it) carry at min(1, k/o) of the full rate (topology-aware NCCL rings)
-        leaf_devices = self.leaf_down / np.minimum(self.nics, 1.0)
-        per_leaf = np.clip(leaf_devices / stride, 1.0, np.maximum(n, 1.0))
+        # a chain's pairs: min(stride, leaf) streams cross each leaf edge, whatever the pair count
+        per_leaf = np.clip(leaf_devices / stride, 1.0, where(chain, np.inf, np.maximum(n, 1.0)))
         cross = self.bw * np.minimum(1.0, per_leaf / self.o)
         if all_to_all:
             # the share of a leaf's a2a bytes that leaves it, at the worst leaf of an unaligned layout
@@ -115,13 +128,18 @@ class Placement:
             # its edges, S / (2 D). The uplinks carry 1/o of the leaf's rate: rate / max(1, o x share)
             r = span_devices / leaf_devices
             off_leaf = np.where(r >= 1.0, 1.0 - 0.5 / np.maximum(r, 1.0), 0.5 * r)
+            # aligned layouts: whole groups under a leaf send nothing out; a group of whole leaves
+            # sends 1 - D / S of its bytes out of each of them
+            whole_leaves = (r >= 1.0) & ~indivisible(span_devices, leaf_devices)
+            off_leaf = np.where(whole_leaves, 1.0 - 1.0 / np.maximum(r, 1.0), off_leaf)
+            off_leaf = np.where(leaf_local, 0.0, off_leaf)
             off_leaf = np.where(self.devices <= leaf_devices, 0.0, off_leaf)   # one leaf: nothing leaves
             # rail-optimized: PXN moves each message over the scale-up links to the local GPU on the
             # destination's rail (NCCL_PXN_DISABLE=0, NCCL >= 2.12), so any group whose nodes fit
             # under one rail leaf runs at full rate, whatever its stride
             pxn_local = np.ceil(span_devices / self.domain) <= self.leaf_down
             return self._by_family(self.bw / np.maximum(1.0, self.o * off_leaf), pxn_local, ports, p2p)
-        return self._by_family(where(in_leaf, self.bw, cross), in_leaf | rail_local, ports, p2p)
+        return self._by_family(where(leaf_local, self.bw, cross), in_leaf | rail_local, ports, p2p)
 
     def _by_family(self, ft, rail_ok, ports, p2p):
         """Per-family rate from the fat-tree's ``ft``: rail-optimized at full rate where ``rail_ok``,
@@ -184,14 +202,14 @@ class Placement:
         """Circuit reconfiguration time charged on a gradient reduction that leaves the domain."""
         return where((self.f == OCS_RECONF) & (outer > 1), self.stall_s, 0.0)
 
-    def p2p(self, size_bytes, stride):
-        """Point-to-point to the rank ``stride`` away (scale-out part)."""
+    def p2p(self, size_bytes, stride, chain=False):
+        """Point-to-point to the rank ``stride`` away (scale-out part); ``chain``: see ``switched_bw``."""
         if not self.any_torus:
-            return coll.p2p_s(size_bytes, self.switched_bw(stride, 2.0, p2p=True), self.lat)
+            return coll.p2p_s(size_bytes, self.switched_bw(stride, 2.0, p2p=True, chain=chain), self.lat)
         node_stride = np.maximum(np.asarray(stride, dtype=float) / self.domain, 1.0)
         ns, ss = torus.group_dims(node_stride, 2.0, self.dims)
         hops = sum(where(n > 1, s, 0.0) for n, s in zip(ns, ss))
         link_dir = self.bw / np.maximum(2 * self.active_dims, 1.0)
         bw_t = link_dir / np.maximum(hops, 1.0)
-        bw = where(self.is_torus(), bw_t, self.switched_bw(stride, 2.0, p2p=True))
+        bw = where(self.is_torus(), bw_t, self.switched_bw(stride, 2.0, p2p=True, chain=chain))
         return coll.p2p_s(size_bytes, bw, self.lat)

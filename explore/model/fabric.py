@@ -301,12 +301,13 @@ class Fabric:
     def _own_all_to_all(self, size_bytes, stride, n, out_fraction, messages):
         return a2a.all_to_all_s(self.place, self.su_bw, self.su_lat, size_bytes, stride, n, out_fraction, messages)
 
-    def p2p(self, size_bytes, stride):
-        return self._best(self._own_p2p(size_bytes, stride), "_own_p2p", size_bytes, stride)
+    def p2p(self, size_bytes, stride, chain=False):
+        """``chain``: a pipeline's stage-to-stage pairs (``Placement.switched_bw``)."""
+        return self._best(self._own_p2p(size_bytes, stride, chain), "_own_p2p", size_bytes, stride, chain)
 
-    def _own_p2p(self, size_bytes, stride):
+    def _own_p2p(self, size_bytes, stride, chain=False):
         cross = stride >= self.domain
-        return where(cross, self.place.p2p(size_bytes, stride),
+        return where(cross, self.place.p2p(size_bytes, stride, chain),
                         coll.p2p_s(size_bytes, self.su_bw, self.su_lat))
 
 

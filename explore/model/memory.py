@@ -90,7 +90,8 @@ def state_bytes(params, zero, dp, replica=None, bytes_per_param=(WEIGHT_BYTES, G
 def peak_memory(act_layer, layer_params, emb_params, logits_bytes, layers, p, v, mb, zero, dp, untied,
                 layer_replica=None, shard_ranks=None,
                 bytes_per_param=(WEIGHT_BYTES, GRAD_BYTES, ADAM_BYTES), work_bytes=0.0, held_bytes=(0.0, 0.0, 0.0),
-                per_step_states=False, allocator_overhead=None, z3_unsharded_params=None, z3_grad_params=None):
+                per_step_states=False, allocator_overhead=None, z3_unsharded_params=None, z3_grad_params=None,
+                one_chunk_grads=False):
     """Peak bytes per device over the first, a full middle and the last stage, and its parts
     (weights, gradients, optimizer, activations) on the peak stage.
 
@@ -111,7 +112,10 @@ def peak_memory(act_layer, layer_params, emb_params, logits_bytes, layers, p, v,
     weights and gradients), as a fraction of them; ``z3_unsharded_params`` / ``z3_grad_params``
     (default ``ZERO3_LAYERS_UNSHARDED * layer_params`` / ``layer_params``): the parameters whose
     16-bit weights / gradients ZeRO-3 holds unsharded (a runtime that gathers per submodule holds
-    less: ``runtime_memory.deepspeed_zero3_unsharded``)."""
+    less: ``runtime_memory.deepspeed_zero3_unsharded``); ``one_chunk_grads``: with ``per_step_states``
+    and unsharded gradients (ZeRO < 2), the peak holds the gradients of one model chunk per rank, the
+    last (its first layers / v; on the last rank with the output layer), not the rank's v chunks
+    (``runtime_memory.one_chunk_gradients``)."""
     f_alloc = cal.ALLOCATOR_OVERHEAD if allocator_overhead is None else allocator_overhead
     layer_replica = layer_params if layer_replica is None else layer_replica
     shard_ranks = dp if shard_ranks is None else shard_ranks
@@ -137,9 +141,16 @@ def peak_memory(act_layer, layer_params, emb_params, logits_bytes, layers, p, v,
     z3_grad = layer_params if z3_grad_params is None else z3_grad_params
     z3_w = where(z3, w_b * z3_live, 0.0)
     z3_g = where(z3, g_b * z3_grad, 0.0)
+    # gradients held at the peak when only the rank's last model chunk has run a backward
+    one = one_chunk_grads & per_step_states & (zero < 2)
+    vv = np.maximum(v, 1.0)
+    g_first, g_mid, g_last = (first / vv * layer_params, full / vv * layer_params,
+                              last / vv * layer_params + emb_params)
     parts = []
-    for params, replica, act in ((p_first, r_first, a_first), (p_mid, r_mid, a_mid), (p_last, r_last, a_last)):
+    for params, replica, act, g_one in ((p_first, r_first, a_first, g_first), (p_mid, r_mid, a_mid, g_mid),
+                                        (p_last, r_last, a_last, g_last)):
         w, g, o = state_bytes(params, zero, shard_ranks, replica, bytes_per_param)
+        g = where(one, g_b * g_one, g)
         dyn = act + z3_w + z3_g + where(per_step_states & (zero < 3), w + g, 0.0)
         w, g = w + z3_w, g + z3_g
         parts.append((w + g + o + act + f_alloc * dyn, w, g, o, act, f_alloc * dyn))

@@ -64,6 +64,21 @@ Narayanan et al. 2021, against 5.0e9 for its whole layer. DeepSpeed allocates th
 through PyTorch's caching allocator, as FSDP2 does, so the allocator's reserve applies as for
 ``"torch"``.
 
+**Gradients of one model chunk** (``"torch"``, interleaved schedule, unsharded gradients): each
+model chunk is its own FSDP2 root (torchtitan 9dec370 ``train.py`` applies ``fully_shard`` per
+``model_parts`` entry), and the pipeline stage turns gradient synchronisation off except on that
+stage's last microbatch backward (torch ``pipelining/stage.py``, ``backward_maybe_with_nosync``:
+``set_requires_gradient_sync(last_backward)``, pytorch/pytorch PR 127946 of June 2024; moved to the end
+of the step only by PR 165106, Oct 2025). So a chunk's fp32 unsharded gradients exist from its first
+backward to its last, when FSDP2 reduce-scatters and frees them. ``ScheduleInterleaved1F1B`` runs the
+backwards in rounds of ``m / rounds`` microbatches per chunk, the rank's last chunk first
+(``backward_stage_index`` in ``schedules.py``); with one round (m < 2 p; m = p is torchtitan's default)
+a chunk finishes all its backwards before the next chunk starts, so at the activation peak (the first
+backward, after the warm-up forwards) the rank holds the gradients of its last chunk alone: 1 / v of
+its layers, with the output layer on the last rank. With two rounds or more every chunk has started
+its backward while forwards continue, and the peak holds them all, as 1F1B does. Megatron-Core keeps
+its gradient buffer for the whole run (``param_and_grad_buffer``): all of them.
+
 ZeRO-3's unsharded layers in flight are in ``memory.py`` (every runtime); so is the caching
 allocator's reserve over the torch and DeepSpeed runtimes' per-step allocations
 (``calibration.ALLOCATOR_OVERHEAD``).
@@ -102,6 +117,12 @@ def gathered_input_bytes(tokens, hidden, tp, sp, fp8, torch_rt):
     layer = where(on, 2.0 * where(fp8, 1.0, 2.0) * gathered, 0.0)
     head = where(on, 2.0 * gathered, 0.0)
     return layer, head
+
+
+def one_chunk_gradients(p, v, m, torch_rt):
+    """Whether the peak holds the gradients of one model chunk per rank (module docstring): torch
+    runtime, interleaved (v > 1) with one backward round per chunk (m < 2 p)."""
+    return torch_rt & (p > 1) & (v > 1) & (m < 2.0 * p)
 
 
 CP_RING_BACKWARD_CHUNKS = 5.0

@@ -268,10 +268,12 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     p2p_bytes = ACT_BYTES * sbh / t
     grad_p2p_bytes = where(plan.pp_scatter_grads, p2p_bytes, ACT_BYTES * sbh)
     pp_stride = t * plan.cp * plan.dp
-    t_p2p = where(p > 1, 2.0 * (v * mb + p - 1) * fab.p2p(p2p_bytes, pp_stride), 0.0)
+    # more than two stages (or chunks wrapping round): the stage-to-stage pairs cross every leaf edge
+    chain = (p > 2) | (v > 1)
+    t_p2p = where(p > 1, 2.0 * (v * mb + p - 1) * fab.p2p(p2p_bytes, pp_stride, chain), 0.0)
     if np.any(plan.pp_p2p_serial):
-        meta = fab.p2p(PARTITION_META_BYTES, pp_stride)
-        per_pair = (fab.p2p(p2p_bytes, pp_stride) + fab.p2p(grad_p2p_bytes, pp_stride)
+        meta = fab.p2p(PARTITION_META_BYTES, pp_stride, chain)
+        per_pair = (fab.p2p(p2p_bytes, pp_stride, chain) + fab.p2p(grad_p2p_bytes, pp_stride, chain)
                     + where(t > 1, meta, 0.0) + where((t > 1) & plan.pp_scatter_grads, meta, 0.0))
         t_serial = where(p > 1, serial_p2p_transfers(v * mb, p) * per_pair, 0.0)
         t_p2p = where(plan.pp_p2p_serial, t_serial, t_p2p)
@@ -450,7 +452,8 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
                                                     recipe.optimizer_bytes), work_bytes=work, held_bytes=held,
                                    per_step_states=torch_rt,
                                    allocator_overhead=where(torch_rt | ds_rt, cal.ALLOCATOR_OVERHEAD, 0.0),
-                                   z3_unsharded_params=z3_w, z3_grad_params=z3_g)
+                                   z3_unsharded_params=z3_w, z3_grad_params=z3_g,
+                                   one_chunk_grads=rt.one_chunk_gradients(p, v, mb, torch_rt))
     mem = mem_parts["total"]
 
     # --- FLOPs actually executed per device per step (hardware FLOPs, incl. recompute)

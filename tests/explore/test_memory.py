@@ -181,7 +181,8 @@ def test_interleaved_in_flight_matches_torch_schedule_step_through(p, v, m):
     """memory.in_flight (units: one microbatch through the rank's v chunks) is the peak chunk count / v on
     every rank, when m is a multiple of p (torchtitan's default m = p; Megatron's requirement). At
     Table 5's plan (p 8, v 2, m 8) ranks 0-3 hold all 16 chunk-forwards, as 1F1B's first rank holds all
-    8 microbatches: interleaving cannot lower the peak there (README: the interleaved row)."""
+    8 microbatches: interleaving cannot lower the stored activations there; it lowers the gradients
+    held with them (test_torch_gradients_at_the_peak_match_a_schedule_step_through)."""
     for rank in range(p):
         want = _torch_interleaved_peak(p, v, m, rank) / v
         got = float(memory.in_flight(np.float64(p), np.float64(v), np.float64(m), np.float64(rank)))
@@ -226,3 +227,74 @@ def test_deepspeed_zero3_holds_submodules_not_layers():
     dg = float(out["megatron"]["memory_bytes_gradients"][0] - out["deepspeed"]["memory_bytes_gradients"][0])
     assert dw == pytest.approx(2.0 * 2.0 * 8.0 * h * h, rel=2e-3)
     assert dg == pytest.approx(2.0 * (8.0 * h * h - rt.DEEPSPEED_REDUCE_BUCKET_ELEMENTS), rel=2e-3)
+
+
+def _torch_peak_with_gradients(p, v, m, rank, act_chunk, grad_chunk):
+    """Peak of (stored chunk-forward activations + unsharded gradients) on ``rank`` of
+    torch.distributed.pipelining, stepping through its order: Schedule1F1B for v = 1 (warm-up of
+    min(m, p - rank) forwards, then backward / forward pairs), ScheduleInterleaved1F1B otherwise
+    (warm-up as in ``_torch_interleaved_peak``, forward / backward pairs, cool-down; forwards of local
+    chunk (op // m_r) % v, backwards of chunk v - 1 - ((op - warm-up) // m_r) % v, in rounds of m_r
+    microbatches). A chunk's gradients live from its first backward through its last (FSDP2 under
+    pipelining: gradient sync only on the chunk's last microbatch, which reduce-scatters and frees
+    them; runtime_memory docstring). At a backward: the activations before it plus the gradients
+    after it."""
+    m_r = m // max(1, m // p)
+    warm = min((v - 1) * m_r + 2 * (p - 1 - rank), m * v) if v > 1 else min(m, p - rank)
+    pairs = m * v - warm
+    ops = []
+    for op in range(m * v + warm):
+        f = ("F", (op // m_r) % v) if op < warm + pairs else None
+        b = ("B", v - 1 - ((op - warm) // m_r) % v) if op >= warm else None
+        ops += [x for x in ((b, f) if v == 1 else (f, b)) if x]
+    live, done, peak = [0] * v, [0] * v, 0.0
+    for kind, c in ops:
+        acts = sum(live) * act_chunk
+        if kind == "F":
+            live[c] += 1
+            acts += act_chunk
+        else:
+            done[c] += 1
+            live[c] -= 1
+        grads = grad_chunk * sum(1 for k in range(v) if 0 < done[k] < m or (kind == "B" and k == c))
+        peak = max(peak, acts + grads)
+    return peak
+
+
+@pytest.mark.parametrize("p,v,m", [(8, 2, 8), (8, 2, 16), (4, 3, 4), (4, 3, 8), (4, 2, 4), (2, 4, 2),
+                                   (2, 4, 6), (8, 1, 8), (8, 1, 16), (4, 2, 12)])
+def test_torch_gradients_at_the_peak_match_a_schedule_step_through(p, v, m):
+    """Under the torch runtime with unsharded gradients (FSDP2 with pipeline parallelism, as
+    torchtitan), the peak of stored activations + gradients over the ranks equals a step-through of
+    torch's schedules: with interleaving and one backward round (m = p, torchtitan's default) only
+    the rank's last chunk has gradients when the activations peak; with 1F1B, or two rounds or more,
+    all of them (README: the interleaved row of torchtitan's Table 5)."""
+    from explore.model import runtime_memory as rt
+    layers_rank, act_layer, grad_layer = 6 * v, 1.0, 5.0
+    f = np.float64
+    parts = memory.peak_memory(f(act_layer), f(grad_layer), f(0.0), f(0.0), f(layers_rank * p), f(p), f(v), f(m),
+                               f(1), f(8), False, bytes_per_param=(0.0, 1.0, 0.0), per_step_states=True,
+                               allocator_overhead=0.0,
+                               one_chunk_grads=rt.one_chunk_gradients(f(p), f(v), f(m), np.bool_(True)))
+    chunk = layers_rank / v
+    want = max(_torch_peak_with_gradients(p, v, m, r, chunk * act_layer, chunk * grad_layer) for r in range(p))
+    assert float(parts["activations"] + parts["gradients"]) == pytest.approx(want)
+    if (p, v, m) == (8, 2, 8):     # half the gradients of 1F1B's peak, and less in total
+        one = memory.peak_memory(f(act_layer), f(grad_layer), f(0.0), f(0.0), f(layers_rank * p), f(p), f(1.0),
+                                 f(m), f(1), f(8), False, bytes_per_param=(0.0, 1.0, 0.0), per_step_states=True,
+                                 allocator_overhead=0.0)
+        assert float(parts["gradients"]) == pytest.approx(0.5 * float(one["gradients"]))
+        assert float(parts["activations"] + parts["gradients"]) < float(one["activations"] + one["gradients"])
+
+
+def test_only_the_torch_runtime_frees_a_chunks_gradients():
+    """Llama 3 405B plan (pp 16, m = 16 = p): interleaving (v = 2) halves the gradients at the peak
+    under the torch runtime (one chunk's), not under Megatron-Core, whose gradient buffer lives for
+    the whole run."""
+    sc = _plan(zero=1, virtual_stages=[1, 2])
+    mega = explore.evaluate(sc, keep_invalid=True).memory_bytes_gradients.values
+    sc["parallelism"]["runtime"] = "torch"
+    torch_g = explore.evaluate(sc, keep_invalid=True).memory_bytes_gradients.values
+    assert np.all(np.isfinite(mega)) and np.all(np.isfinite(torch_g))
+    assert mega[1] == pytest.approx(mega[0], rel=0.05)
+    assert torch_g[1] < 0.6 * torch_g[0]

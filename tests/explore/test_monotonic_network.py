@@ -2,7 +2,8 @@
 
 More bandwidth (scale-up or scale-out), more NICs per device or a larger scale-up
 domain never lengthen a step; more oversubscription or more latency never shorten
-it (NICs: except on an oversubscribed fat-tree below one NIC per device, ``_nic_exception``). The default run is derandomized (tests/conftest.py profile); ``-m slow`` runs
+it (NICs: except for jobs under one oversubscribed leaf that need two at twice the NICs,
+``_nic_exception``). The default run is derandomized (tests/conftest.py profile); ``-m slow`` runs
 the same properties on many more random examples.
 """
 import copy
@@ -87,12 +88,12 @@ KNOBS = ["scale_up_bandwidth", "scale_out_bandwidth", "nics", "scale_up_size",
 
 
 def _nic_exception(sc):
-    """Twice the NICs on an oversubscribed fat-tree below one NIC per device halve the devices a
-    leaf holds, and a group that fit one leaf can cross the uplinks: not asserted (the reason:
-    test_properties.py, NIC_EXCEPTION, and README "Monotone in every network resource")."""
+    """The one class where twice the NICs are not asserted (network_designs.nic_exception: the job
+    under one leaf at this NIC count, two at twice it; test_properties_nics.py says why)."""
+    from network_designs import DEFAULT_SWITCH, nic_exception
     so = sc["system"]["scale_out"]
-    return (so.get("topology") == "fat-tree" and so.get("oversubscription", 1.0) > 1
-            and so.get("nics_per_device", 1.0) < 1)
+    return nic_exception(so.get("topology"), so.get("oversubscription", 1.0), so.get("nics_per_device", 1.0),
+                         sc["system"]["devices"], so.get("switch", DEFAULT_SWITCH))
 
 
 def _check(sc, knob, factor):
