@@ -289,7 +289,7 @@ def test_no_bandwidth_loss_per_fabric_tier():
     NVL72 racks do on radix-144 Quantum-X800 switches (1,440 NICs; two racks fit under one), and
     it measures ~350 GB/s at 512 MiB against 287-324 GB/s at 1 GiB on one-tier 4-8-node H100
     fabrics of the same NICs. The model, with no such term, is already 14.5 % pessimistic there;
-    the factor 429 / 828 that twenty racks lose would make it -61 %."""
+    the factor 429 / 828 that twenty racks lose would make it -56 %."""
     from topologies.fat_tree import tiers
     rows = {r["bench_id"]: r for r in ROWS}
     h200 = rows["nt283_h200_248node_allreduce_512m"]
