@@ -9,8 +9,9 @@ per-call pipeline time
 the whole per-call model (NCCL's protocol choice by its own tuning estimates, ring/tree/NVLS-tree
 choice, NCCL's latency and tree-correction constants, bus bandwidth of the slowest hop) against
 every published figure, 1 MiB to 32 GiB, 8 to 1,440 GPUs. Mid-size figures (1 MiB-1 GiB) above 40
-GPUs: one 64-GPU H100 curve (NVIDIA/nccl-tests issue #309) and GB200 NVL72 at one, two and twenty
-racks (72 / 144 / 1,440 GPUs, 512 MiB-16 GiB, coreweave/nccl-tests README). For the GB200 rows
+GPUs: one 64-GPU H100 curve (NVIDIA/nccl-tests issue #309), GB200 NVL72 at one, two and twenty
+racks (72 / 144 / 1,440 GPUs, 512 MiB-16 GiB, coreweave/nccl-tests README) and 248 H200 nodes
+(1,984 GPUs, 512 MiB, NVIDIA/nccl-tests issue #283). For the GB200 rows
 ``gpus_per_node`` is the NVLink domain (one NVL72 rack) and the run disabled NVLink SHARP
 (``NCCL_NVLS_ENABLE=0`` in the row's system text, so the model runs without its NVLS paths).
 No row's job set NCCL_HOSTID, so every row runs at NCCL's own node count, one node per host or
@@ -18,8 +19,8 @@ NVL72 rack, without the model's split-domain trees (``Fabric(..., split_domains=
 ``test_bench_rows_run_nccl_own_node_count``).
 
 Rule for the 15 % assertion (stated once; README "Collective model against the published
-nccl-tests figures" gives every error): 67 of the 84 points are within 15 %, 36 of the 49 from
-1 MiB to 1 GiB, 12 of the 17 of those at 64 GPUs or more (``test_counts_within_15_percent``). The
+nccl-tests figures" gives every error): 69 of the 86 points are within 15 %, 37 of the 50 from
+1 MiB to 1 GiB, 13 of the 18 of those at 64 GPUs or more (``test_counts_within_15_percent``). The
 others, each asserted in direction and bound (a regression guard in either direction):
 
 * ``OPTIMISTIC`` (7, at most +45 %; the worst is +43.2 %): the one-node A100 4 / 16 MiB points
@@ -86,13 +87,15 @@ TOLERANCE["ncclt119_a100_3node_allreduce"] = 0.20
 def fabric(row):
     """The model's fabric for a CSV row's system (one data-parallel group over all its GPUs)."""
     gpus, per_node = int(row["gpus"]), int(row["gpus_per_node"])
-    gen = "b200" if "B200" in row["system"] else "h100" if "H100" in row["system"] else "a100"
+    gen = ("b200" if "B200" in row["system"] else "h200" if "H200" in row["system"]
+           else "h100" if "H100" in row["system"] else "a100")
     sc = {"name": row["bench_id"], "model": {"preset": "gpt3-175b"},
           "parallelism": {"tp": 1, "pp": 1, "dp": gpus},
           "training": {"global_batch": gpus},
-          "system": {"accelerator": {"b200": "b200", "h100": "h100-sxm-80gb", "a100": "a100-sxm-80gb"}[gen],
+          "system": {"accelerator": {"b200": "b200", "h200": "h200-sxm-141gb", "h100": "h100-sxm-80gb",
+                                     "a100": "a100-sxm-80gb"}[gen],
                      "devices": gpus,
-                     "scale_up": {"size": per_node, "link": {"b200": "nvlink5", "h100": "nvlink4",
+                     "scale_up": {"size": per_node, "link": {"b200": "nvlink5", "h200": "nvlink4", "h100": "nvlink4",
                                                              "a100": "nvlink3"}[gen]},
                      "scale_out": {"topology": "fat-tree", "link": "ib-hdr-200",
                                    "bandwidth_bps": float(row["nic_gbps"]) * 1e9,
@@ -263,8 +266,10 @@ def test_split_domains_only_ever_add_trees():
 
 
 def test_counts_within_15_percent():
-    """67 of 84 points within 15 %; 36 of the 49 from 1 MiB to 1 GiB, 12 of the 17 of those at 64
-    GPUs or more (none of the two at 1,440 GPUs). On the model's split-domain trees (NCCL_HOSTID
+    """69 of 86 points within 15 %; 37 of the 50 from 1 MiB to 1 GiB, 13 of the 18 of those at 64
+    GPUs or more (none of the two at 1,440 GPUs). Before the 248-node H200 row (-14.5 %) and the
+    four-node H100 RoCE row (+5.9 %): 67 of 84, 36 of 49, 12 of 17; the figures that follow are
+    on those 84 rows. On the model's split-domain trees (NCCL_HOSTID
     per part, which no job here set) 66, 35 and 11. With one scale-up efficiency for every NVLink
     generation (0.775, the A100 figure) instead of each link's catalog bus_efficiency: 62, 37 and
     13 (the two-rack GB200 512 MiB / 1 GiB points were within 15 %, the one- and two-rack
@@ -273,9 +278,27 @@ def test_counts_within_15_percent():
     err = {r["bench_id"]: modelled_busbw(r) / float(r["busbw_gbs"]) - 1 for r in ROWS}
     band = [r["bench_id"] for r in ROWS if 2 ** 20 <= float(r["message_bytes"]) <= 2 ** 30]
     large = [r["bench_id"] for r in ROWS if r["bench_id"] in band and int(r["gpus"]) >= 64]
-    assert sum(abs(e) <= 0.15 for e in err.values()) >= 67 and len(err) == 84
-    assert sum(abs(err[i]) <= 0.15 for i in band) >= 36 and len(band) == 49
-    assert sum(abs(err[i]) <= 0.15 for i in large) >= 12 and len(large) == 17
+    assert sum(abs(e) <= 0.15 for e in err.values()) >= 69 and len(err) == 86
+    assert sum(abs(err[i]) <= 0.15 for i in band) >= 37 and len(band) == 50
+    assert sum(abs(err[i]) <= 0.15 for i in large) >= 13 and len(large) == 18
+
+
+def test_no_bandwidth_loss_per_fabric_tier():
+    """The twenty-rack GB200 loss is not a loss per switch tier crossed: on a radix-64 fat-tree
+    (topologies.fat_tree.tiers) the 248-node H200 run (1,984 NICs) crosses two tiers, as twenty
+    NVL72 racks do on radix-144 Quantum-X800 switches (1,440 NICs; two racks fit under one), and
+    it measures ~350 GB/s at 512 MiB against 287-324 GB/s at 1 GiB on one-tier 4-8-node H100
+    fabrics of the same NICs. The model, with no such term, is already 14.5 % pessimistic there;
+    the factor 429 / 828 that twenty racks lose would make it -56 %."""
+    from topologies.fat_tree import tiers
+    rows = {r["bench_id"]: r for r in ROWS}
+    h200 = rows["nt283_h200_248node_allreduce_512m"]
+    assert float(tiers(int(h200["nodes"]) * int(h200["nics_per_node"]), 64)) == 2.0
+    assert float(tiers(20 * 72, 144)) == 2.0 and float(tiers(2 * 72, 144)) == 1.0
+    assert float(tiers(8 * 8, 64)) == 1.0
+    got, want = modelled_busbw(h200), float(h200["busbw_gbs"])
+    assert 0.85 * want <= got < want, f"{got:.1f} vs {want:.1f} GB/s"
+    assert got * 429.0 / 828.0 < 0.55 * want          # a per-tier factor fitted on GB200 would fail here
 
 
 def test_protocol_switch_where_the_measured_all_gather_jumps():
