@@ -75,7 +75,12 @@ GROUP_ASSUMPTIONS = {
                 "tensor group after their partition metadata (pp_scatter_grads true: Megatron-DeepSpeed's "
                 "GPTModelPipe passes one tensor between stages, which the engine's partitioned path handles "
                 "only from PR #1407 of 2021-09-29, co-authored by MT-NLG's authors, the same change that "
-                "scatters the gradients)"),
+                "scatters the gradients); gradients accumulated across microbatches by an element-wise add "
+                "per parameter and microbatch (grad_accumulation unfused: the engine's backward is "
+                "torch.autograd.backward, whose AccumulateGrad adds each microbatch's 16-bit weight gradient "
+                "into param.grad; ZeRO-1, deepspeed/runtime/zero/stage2.py with partition_gradients off and "
+                "overlap_comm off, registers no gradient hooks and reads param.grad once, at the boundary, "
+                "in reduce_gradients)"),
     "zero3n21": ("Narayanan et al. 2021 Table 2, ZeRO-3 without model parallelism (DeepSpeed) on Selene DGX A100 "
                  "(8 x HDR 200 per node, fat tree): plan as the table (tp 1, pp 1, dp = GPUs, the table's "
                  "microbatch and batch: one microbatch per GPU per step); DeepSpeed settings not published: "
@@ -108,9 +113,10 @@ GROUP_ASSUMPTIONS = {
 GROUP_ASSUMPTIONS[fsdp.GROUP] = fsdp.ASSUMPTIONS
 
 
-DEEPSPEED_2021_PIPE = {"pp_p2p": "serial", "pp_scatter_grads": True}
+DEEPSPEED_2021_PIPE = {"pp_p2p": "serial", "pp_scatter_grads": True, "grad_accumulation": "unfused"}
 """DeepSpeed's pipeline engine as MT-NLG ran it (v0.5.4 code): blocking per-tensor sends and receives in
-TrainSchedule order, activation and gradient scattered over the tensor group (GROUP_ASSUMPTIONS["mtnlg22"])."""
+TrainSchedule order, activation and gradient scattered over the tensor group, gradients accumulated by
+autograd's element-wise add per microbatch (GROUP_ASSUMPTIONS["mtnlg22"])."""
 DEEPSPEED_2021_ZERO3 = {"zero3_calls_per_layer": 4.0, "zero3_gather_passes": 3.0, "list_collectives": True,
                        "zero3_replicated_params_per_layer": 8.0, "list_gather_host_calls": 1.0,
                        "list_reduce_host_calls": 2.0, "zero3_replicated_host_calls": 4.0}

@@ -13,6 +13,9 @@ Per layer and microbatch on one device of the slowest pipeline stage:
   which hides them behind the GEMMs they feed (only the excess is exposed).
 * recompute: full repeats the forward (with its collectives), selective
   repeats the attention core (Korthikanti et al. 2022, Sec. 5).
+* unfused gradient accumulation (``grad_accumulation = "unfused"``: Megatron-LM 2021's local DDP
+  hook, DeepSpeed's pipeline engine through autograd): every microbatch adds each local weight
+  gradient into the accumulator, 2 + 2 x grad_reduce_bytes bytes per parameter at ``hbm``.
 * vocabulary and per-step memory traffic: the fp32 cross-entropy over the
   logits on the last stage, the embedding's dense gradient accumulation on the
   first stage, Adam on the ZeRO-sharded states and passes over the local
@@ -231,14 +234,26 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     p = plan.pp
     head_only_bwd = head_bwd                    # the output layer's backward alone (FSDP root unit below)
     head_bwd = head_bwd + where(p == 1, emb_bwd, 0.0)
+    # unfused gradient accumulation (plan.grad_acc_unfused): every microbatch's backward adds each local
+    # weight gradient into the step's accumulator in its own element-wise kernel (Megatron-LM 2021 local
+    # DDP: main_grad.add_(grad); DeepSpeed's pipeline engine: autograd's AccumulateGrad into .grad),
+    # read the 16-bit gradient, read and write the accumulator; the layers' weights on every stage and
+    # the output layer's tied copy on the last (the input embedding's add is already in emb_bwd)
+    acc_b = where(plan.grad_acc_unfused, ACT_BYTES + 2.0 * plan.grad_reduce_bytes, 0.0)
+    layer_p_dev = layer_params(m) / t - moe.expert_params_per_layer(m, where(m.gated_mlp, 3.0, 2.0)) * (
+        1.0 / t - 1.0 / (plan.etp * ep))
+    acc_full = acc_b * n_full * layer_p_dev / hbm
+    acc_last = acc_b * (n_last * layer_p_dev + where((p > 1) | ~m.tied_embeddings, m.vocab * h / t, 0.0)) / hbm
     t_fwd_stage = np.maximum(n_full * fwd_wall, n_last * fwd_wall + head_fwd)
-    t_bwd_stage = np.maximum(n_full * (bwd_wall + rc_wall) + emb_bwd, n_last * (bwd_wall + rc_wall) + head_bwd)
+    t_bwd_stage = np.maximum(n_full * (bwd_wall + rc_wall) + emb_bwd + acc_full,
+                             n_last * (bwd_wall + rc_wall) + head_bwd + acc_last)
     t_stage = t_fwd_stage + t_bwd_stage
     last_fwd = n_full * fwd_wall < n_last * fwd_wall + head_fwd
-    last_bwd = n_full * (bwd_wall + rc_wall) + emb_bwd < n_last * (bwd_wall + rc_wall) + head_bwd
+    last_bwd = (n_full * (bwd_wall + rc_wall) + emb_bwd + acc_full
+                < n_last * (bwd_wall + rc_wall) + head_bwd + acc_last)
     compute_stage = (where(last_fwd, n_last * fwd_compute + head_fwd, n_full * fwd_compute)
-                     + where(last_bwd, n_last * (bwd_compute + rc_compute) + head_bwd,
-                                n_full * (bwd_compute + rc_compute) + emb_bwd))
+                     + where(last_bwd, n_last * (bwd_compute + rc_compute) + head_bwd + acc_last,
+                                n_full * (bwd_compute + rc_compute) + emb_bwd + acc_full))
 
     # issue 11: the layer's exposed communication and the MoE / ring-attention parts of it
     layer_comm = (fwd_wall - fwd_compute) + (bwd_wall - bwd_compute) + (rc_wall - rc_compute)
