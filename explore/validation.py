@@ -76,7 +76,7 @@ GROUP_ASSUMPTIONS = {
                 "GPTModelPipe passes one tensor between stages, which the engine's partitioned path handles "
                 "only from PR #1407 of 2021-09-29, co-authored by MT-NLG's authors, the same change that "
                 "scatters the gradients); gradients accumulated across microbatches by an element-wise add "
-                "per parameter and microbatch (grad_accumulation unfused: the engine's backward is "
+                "per parameter and microbatch after the first (grad_accumulation autograd: the engine's backward is "
                 "torch.autograd.backward, whose AccumulateGrad adds each microbatch's 16-bit weight gradient "
                 "into param.grad; ZeRO-1, deepspeed/runtime/zero/stage2.py with partition_gradients off and "
                 "overlap_comm off, registers no gradient hooks and reads param.grad once, at the boundary, "
@@ -113,7 +113,7 @@ GROUP_ASSUMPTIONS = {
 GROUP_ASSUMPTIONS[fsdp.GROUP] = fsdp.ASSUMPTIONS
 
 
-DEEPSPEED_2021_PIPE = {"pp_p2p": "serial", "pp_scatter_grads": True, "grad_accumulation": "unfused"}
+DEEPSPEED_2021_PIPE = {"pp_p2p": "serial", "pp_scatter_grads": True, "grad_accumulation": "autograd"}
 """DeepSpeed's pipeline engine as MT-NLG ran it (v0.5.4 code): blocking per-tensor sends and receives in
 TrainSchedule order, activation and gradient scattered over the tensor group, gradients accumulated by
 autograd's element-wise add per microbatch (GROUP_ASSUMPTIONS["mtnlg22"])."""

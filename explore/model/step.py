@@ -13,9 +13,10 @@ Per layer and microbatch on one device of the slowest pipeline stage:
   which hides them behind the GEMMs they feed (only the excess is exposed).
 * recompute: full repeats the forward (with its collectives), selective
   repeats the attention core (Korthikanti et al. 2022, Sec. 5).
-* unfused gradient accumulation (``grad_accumulation = "unfused"``: Megatron-LM 2021's local DDP
-  hook, DeepSpeed's pipeline engine through autograd): every microbatch adds each local weight
-  gradient into the accumulator, 2 + 2 x grad_reduce_bytes bytes per parameter at ``hbm``.
+* unfused gradient accumulation (``grad_accumulation`` "hook": Megatron-LM 2021's local DDP;
+  "autograd": PyTorch DDP under no_sync, DeepSpeed's pipeline engine, every microbatch but the
+  first): each microbatch adds each local weight gradient into the accumulator, 2 + 2 x
+  grad_reduce_bytes bytes per parameter at ``hbm``.
 * vocabulary and per-step memory traffic: the fp32 cross-entropy over the
   logits on the last stage, the embedding's dense gradient accumulation on the
   first stage, Adam on the ZeRO-sharded states and passes over the local
@@ -234,12 +235,15 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     p = plan.pp
     head_only_bwd = head_bwd                    # the output layer's backward alone (FSDP root unit below)
     head_bwd = head_bwd + where(p == 1, emb_bwd, 0.0)
-    # unfused gradient accumulation (plan.grad_acc_unfused): every microbatch's backward adds each local
-    # weight gradient into the step's accumulator in its own element-wise kernel (Megatron-LM 2021 local
-    # DDP: main_grad.add_(grad); DeepSpeed's pipeline engine: autograd's AccumulateGrad into .grad),
-    # read the 16-bit gradient, read and write the accumulator; the layers' weights on every stage and
-    # the output layer's tied copy on the last (the input embedding's add is already in emb_bwd)
-    acc_b = where(plan.grad_acc_unfused, ACT_BYTES + 2.0 * plan.grad_reduce_bytes, 0.0)
+    # unfused gradient accumulation: a microbatch's backward adds each local weight gradient into the
+    # step's accumulator in its own element-wise kernel (hook: Megatron-LM 2021 local DDP's
+    # main_grad.add_(grad), every microbatch; autograd: AccumulateGrad into .grad, every microbatch but
+    # the first, whose gradient it keeps; spread over the slots), read the 16-bit gradient, read and
+    # write the accumulator; the layers' weights on every stage and the output layer's tied copy on the
+    # last (the input embedding's add is already in emb_bwd)
+    adds = where(plan.grad_acc_hook, 1.0, where(plan.grad_acc_autograd, (plan.microbatches - 1.0)
+                                                  / np.maximum(plan.microbatches, 1.0), 0.0))
+    acc_b = adds * (ACT_BYTES + 2.0 * plan.grad_reduce_bytes)
     layer_p_dev = layer_params(m) / t - moe.expert_params_per_layer(m, where(m.gated_mlp, 3.0, 2.0)) * (
         1.0 / t - 1.0 / (plan.etp * ep))
     acc_full = acc_b * n_full * layer_p_dev / hbm

@@ -1,4 +1,4 @@
-"""Unfused gradient accumulation (``parallelism.grad_accumulation = "unfused"``).
+"""Unfused gradient accumulation (``parallelism.grad_accumulation`` "hook" / "autograd").
 
 DeepSpeed's pipeline engine (microsoft/DeepSpeed v0.5.4 = commit bc7778ea5b6,
 deepspeed/runtime/pipe/engine.py ``_exec_backward_pass``) runs each microbatch's backward through
@@ -10,8 +10,8 @@ AccumulateGrad, one element-wise kernel per parameter and microbatch, and read o
 de7dc40f of 2021-08-10); the fused form (the weight-gradient GEMM accumulating into main_grad) came in
 February 2022 (commit 83b1e42f, "gradient accumulation fusion") and is the default here.
 
-The step model charges, per microbatch, 2 + 2 x grad_reduce_bytes bytes per local parameter on the
-slowest stage. Checked here against figures the model does not produce: the parameters of a stage
+The step model charges 2 + 2 x grad_reduce_bytes bytes per local parameter on the slowest stage for
+each add: every microbatch (hook) or every microbatch but the first (autograd keeps the first gradient). Checked here against figures the model does not produce: the parameters of a stage
 counted from the layer's weight shapes, and the step's growth taken from an event simulation of
 DeepSpeed's TrainSchedule with each stage's own accumulation time.
 """
@@ -25,11 +25,12 @@ from explore.model import calibration as cal
 from hwmodels import get_part
 
 
-def _train_schedule_makespan(m, p, tf, tb):
+def _train_schedule_makespan(m, p, tf, tb, tb_k=None):
     """Compute-only event simulation of DeepSpeed's TrainSchedule (deepspeed/runtime/pipe/schedule.py):
     stage s runs microbatch k's forward at step s + 2k and its backward at step 2p - 1 - s + 2k, in
     step order; a forward waits for the previous stage's forward of the same microbatch, a backward for
-    the next stage's backward. tf[s], tb[s]: stage s's forward and backward times."""
+    the next stage's backward. tf[s], tb[s]: stage s's forward and backward times; tb_k(s, k), if
+    given, microbatch k's backward time on stage s."""
     ops = []
     for s in range(p):
         for k in range(m):
@@ -44,7 +45,7 @@ def _train_schedule_makespan(m, p, tf, tb):
             dur = tf[s]
         else:
             dep = done[("B", s + 1, k)] if s < p - 1 else done[("F", s, k)]
-            dur = tb[s]
+            dur = tb[s] if tb_k is None else tb_k(s, k)
         free[s] = max(free[s], dep) + dur
         done[(kind, s, k)] = free[s]
     return max(free)
@@ -66,19 +67,19 @@ def _megatron_layer_params_per_rank(h, t):
 
 def test_mtnlg_accumulation_matches_counted_parameters_and_simulated_schedule():
     """MT-NLG 530B on 2,240 GPUs (105 layers, h 20480, vocabulary padded to 51,200, tp 8, pp 35,
-    240 microbatches; DeepSpeed's fp16 .grad: 6 B per parameter and microbatch). Stage parameters:
+    240 microbatches; DeepSpeed's fp16 .grad: 6 B per parameter and add, 239 adds). Stage parameters:
     3 layers on every stage, the tied output layer's 51,200 x 20,480 / 8 copy on the last (the first
     stage's embedding add is charged with the embedding's backward already). The step's growth must
     match the simulated TrainSchedule with each stage's own add, on stage times where the last stage
     (with the output layer) is the slowest, within 1 %."""
     sc = next(s for r, s, _, _ in V.load_cases() if r == "mtnlg22_530B_2240")
-    assert sc["parallelism"]["grad_accumulation"] == "unfused"
+    assert sc["parallelism"]["grad_accumulation"] == "autograd"
     steps = {}
-    for mode in ("fused", "unfused"):
+    for mode in ("fused", "autograd"):
         s = copy.deepcopy(sc)
         s["parallelism"]["grad_accumulation"] = mode
         steps[mode] = float(evaluate(s, keep_invalid=True)["step_time_s"][0])
-    grown = steps["unfused"] - steps["fused"]
+    grown = steps["autograd"] - steps["fused"]
 
     h, t, layers, p, m, vocab = 20480, 8, 105, 35, 240, 51200
     hbm = get_part("accelerators", "a100-sxm-80gb")["hbm_bandwidth_bytes_per_s"] * cal.DEFAULT.hbm_efficiency
@@ -91,7 +92,9 @@ def test_mtnlg_accumulation_matches_counted_parameters_and_simulated_schedule():
     tf[-1] += 0.004
     tb[-1] += 0.008
     base = _train_schedule_makespan(m, p, tf, tb)
-    sim = _train_schedule_makespan(m, p, tf, [b + a for b, a in zip(tb, add)]) - base
+    # autograd keeps microbatch 0's gradient: every later backward adds
+    tb_k = lambda s, k: tb[s] + (add[s] if k > 0 else 0.0)   # noqa: E731
+    sim = _train_schedule_makespan(m, p, tf, tb, tb_k) - base
     assert 2.0 < sim < 3.0                      # ~9 ms per slot over 274 slots
     assert grown == pytest.approx(sim, rel=0.01)
 
@@ -102,6 +105,34 @@ def test_default_is_fused_and_only_deepspeed_pipeline_runs_set_it():
     assert field_spec("parallelism.grad_accumulation").default == "fused"
     for rid, sc, _, _ in V.load_cases():
         if V.group_of(rid) == "mtnlg22":
-            assert sc["parallelism"]["grad_accumulation"] == "unfused"
+            assert sc["parallelism"]["grad_accumulation"] == "autograd"
         else:
             assert "grad_accumulation" not in sc["parallelism"], rid
+
+
+def test_hook_adds_in_every_microbatch_autograd_in_all_but_the_first():
+    """One microbatch per step: autograd keeps its gradient (no add, the fused step), the local DDP
+    hook still adds it into main_grad. Four microbatches on one stage: simulated growth is 4 adds for
+    the hook and 3 for autograd (GPT-3 175B shapes, Brown et al. 2020 Table 2.1: 96 layers, h 12288;
+    tp 8, one stage; fp32 main gradient for the hook, 10 B per add; fp16 .grad for autograd, 6 B)."""
+    base = {"name": "acc", "model": {"preset": "gpt3-175b"},
+            "training": {"global_batch": 1, "precision": "fp16", "flash_attention": False},
+            "parallelism": {"tp": 8, "pp": 1, "dp": 1, "microbatch": 1, "recompute": "full"},
+            "system": {"accelerator": "a100-sxm-80gb", "devices": 8, "scale_up": {"size": 8, "link": "nvlink3"},
+                       "scale_out": {"topology": "fat-tree", "link": "ib-hdr-200", "nics_per_device": 1.0}}}
+
+    def step(nmb, mode, g):
+        s = copy.deepcopy(base)
+        s["training"]["global_batch"] = nmb
+        s["parallelism"].update(grad_accumulation=mode, grad_reduce_bytes=g)
+        return float(evaluate(s, keep_invalid=True)["step_time_s"][0])
+
+    assert step(1, "autograd", 2) == step(1, "fused", 2)
+    hbm = get_part("accelerators", "a100-sxm-80gb")["hbm_bandwidth_bytes_per_s"] * cal.DEFAULT.hbm_efficiency
+    # one stage: the tied output layer is the embedding, whose add is charged with its backward
+    params = 96 * _megatron_layer_params_per_rank(12288, 8)
+    for mode, g, adds in (("hook", 4, [1, 1, 1, 1]), ("autograd", 2, [0, 1, 1, 1])):
+        add = (2 + 2 * g) * params / hbm
+        sim = (_train_schedule_makespan(4, 1, [1.0], [2.0], lambda s, k: 2.0 + add * adds[k])
+               - _train_schedule_makespan(4, 1, [1.0], [2.0]))
+        assert step(4, mode, g) - step(4, "fused", g) == pytest.approx(sim, rel=0.01)
