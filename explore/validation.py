@@ -41,15 +41,21 @@ PRESET_BY_SHAPE = {  # (layers, hidden) -> preset id
 }
 
 GROUP_ASSUMPTIONS = {
-    "megatron21": ("Narayanan et al. 2021 Table 1 gives neither microbatch nor interleaving: "
-                   "assumed microbatch 1, no interleaving; Megatron-LM of 2021: fp16, full recompute, "
-                   "no sequence parallelism, unfused softmax, no distributed optimizer, "
+    "megatron21": ("Narayanan et al. 2021 Table 1 gives neither microbatch nor interleaving: both from the "
+                   "paper's run script (NVIDIA/Megatron-LM examples/sc21/run_table_1.sh, commit de7dc40f883c), "
+                   "as is the data-parallel implementation (--DDP-impl torch up to 18.4B: gradients accumulated "
+                   "by autograd, grad_accumulation autograd; local from 39.1B: Megatron's hook adds each "
+                   "microbatch's gradient into main_grad, grad_accumulation hook; megatron/model/distributed.py, "
+                   "same commit; the fused accumulation came in 2022, commit 83b1e42f); Megatron-LM of 2021: fp16, "
+                   "full recompute, no sequence parallelism, unfused softmax, no distributed optimizer, "
                    "data-parallel all-reduce of fp16 gradients (Megatron-LM's default without "
                    "--accumulate-allreduce-grads-in-fp32) after the backward pass (not overlapped)"),
     "megatron21t2": ("Narayanan et al. 2021 Table 2, PTD parallelism rows (the comparison with ZeRO-3): "
                      "microbatch 1 from the table; model-parallel size 96 / 280 read as tp 8 x pp 12 / 35 "
-                     "(tp 8 inside a DGX node, as in Table 1); everything else as megatron21 (no interleaving, "
-                     "fp16, full recompute, unfused softmax, fp16 gradient all-reduce after the backward pass)"),
+                     "(tp 8 inside a DGX node, as in Table 1); no interleaving (not stated, no run script); "
+                     "everything else as megatron21 (fp16, full recompute, unfused softmax, fp16 gradient "
+                     "all-reduce after the backward pass, Megatron-LM 2021's default --DDP-impl local: "
+                     "grad_accumulation hook)"),
     "korthikanti22": ("Korthikanti et al. 2022 Table 5: configs as in the CSV (interleaving from "
                       "Calculon's configs); unfused softmax, no distributed optimizer, dp = 1, fp16 gradients"),
     "mcore": ("Megatron-Core H100 weak scaling: microbatch, recompute and interleaving not published: "
@@ -113,6 +119,10 @@ GROUP_ASSUMPTIONS = {
 GROUP_ASSUMPTIONS[fsdp.GROUP] = fsdp.ASSUMPTIONS
 
 
+MEGATRON21_TORCH_DDP = ("megatron21_t1_1.7B", "megatron21_t1_3.6B", "megatron21_t1_7.5B", "megatron21_t1_18.4B")
+"""Table 1 rows run with --DDP-impl torch (NVIDIA/Megatron-LM examples/sc21/run_table_1.sh, commit de7dc40f883c);
+the others, and Table 2's PTD rows (Megatron-LM's default), with its local DDP."""
+
 DEEPSPEED_2021_PIPE = {"pp_p2p": "serial", "pp_scatter_grads": True, "grad_accumulation": "autograd"}
 """DeepSpeed's pipeline engine as MT-NLG ran it (v0.5.4 code): blocking per-tensor sends and receives in
 TrainSchedule order, activation and gradient scattered over the tensor group, gradients accumulated by
@@ -173,6 +183,8 @@ def build_scenario(row: dict) -> dict:
         par = {"tp": tp, "pp": pp, "dp": dp, "microbatch": mb, "virtual_stages": vp, "zero": 0,
                "recompute": "full" if full else "selective", "sequence_parallel": sp,
                "overlap_grad_reduce": False, "overlap_param_gather": False, "grad_reduce_bytes": 2}
+        if g in ("megatron21", "megatron21t2"):   # Megatron-LM 2021: no gradient-accumulation fusion
+            par["grad_accumulation"] = "autograd" if row["run_id"] in MEGATRON21_TORCH_DDP else "hook"
         training = {"global_batch": gb, "precision": "fp16", "flash_attention": False}
         system = {"accelerator": "a100-sxm-80gb", "devices": n,
                   "scale_up": {"size": 8, "link": "nvlink3"},

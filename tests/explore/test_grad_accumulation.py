@@ -99,13 +99,19 @@ def test_mtnlg_accumulation_matches_counted_parameters_and_simulated_schedule():
     assert grown == pytest.approx(sim, rel=0.01)
 
 
-def test_default_is_fused_and_only_deepspeed_pipeline_runs_set_it():
-    """Megatron-Core's gradient-accumulation fusion is the default: no calibration run moves."""
+def test_default_is_fused_and_only_the_2021_engines_set_it():
+    """Megatron-Core's gradient-accumulation fusion is the default; only runs whose code predates it
+    set another mode: MT-NLG (DeepSpeed's engine, autograd), Narayanan et al. 2021 (Table 1 with
+    --DDP-impl torch up to 18.4B, autograd; local DDP above and in Table 2, hook)."""
     from explore.fields import field_spec
     assert field_spec("parallelism.grad_accumulation").default == "fused"
+    want = {"mtnlg22": "autograd", "megatron21t2": "hook"}
     for rid, sc, _, _ in V.load_cases():
-        if V.group_of(rid) == "mtnlg22":
-            assert sc["parallelism"]["grad_accumulation"] == "autograd"
+        g = V.group_of(rid)
+        if g == "megatron21":
+            assert sc["parallelism"]["grad_accumulation"] == ("autograd" if rid in V.MEGATRON21_TORCH_DDP else "hook")
+        elif g in want:
+            assert sc["parallelism"]["grad_accumulation"] == want[g], rid
         else:
             assert "grad_accumulation" not in sc["parallelism"], rid
 
