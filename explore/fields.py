@@ -219,7 +219,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
                                        "AccumulateGrad keeps: PyTorch DDP under no_sync, DeepSpeed's pipeline "
                                        "engine). Each add reads the 16-bit gradient and reads and writes the "
                                        "accumulator of grad_reduce_bytes: 2 + 2 x grad_reduce_bytes bytes per "
-                                       "local parameter (step.py)"),
+                                       "local parameter, per shard parameter under ZeRO-2/3 (step.py)"),
         "grad_bucket_params": Field("float", None, lo=0, lo_open=True,
                                     doc="parameters per data-parallel gradient bucket (one collective each); "
                                         "default: Megatron-Core's max(4e7, 1e6 * dp) with overlap_grad_reduce, "

@@ -240,10 +240,12 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     # main_grad.add_(grad), every microbatch; autograd: AccumulateGrad into .grad, every microbatch but
     # the first, whose gradient it keeps; spread over the slots), read the 16-bit gradient, read and
     # write the accumulator; the layers' weights on every stage and the output layer's tied copy on the
-    # last (the input embedding's add is already in emb_bwd)
+    # last (the input embedding's add is already in emb_bwd); ZeRO-2/3 reduce-scatter every
+    # microbatch and accumulate their shard only (1 / (dp cp) of it)
     adds = where(plan.grad_acc_hook, 1.0, where(plan.grad_acc_autograd, (plan.microbatches - 1.0)
                                                   / np.maximum(plan.microbatches, 1.0), 0.0))
-    acc_b = adds * (ACT_BYTES + 2.0 * plan.grad_reduce_bytes)
+    acc_b = (adds * (ACT_BYTES + 2.0 * plan.grad_reduce_bytes)
+             / where(plan.zero >= 2, np.maximum(plan.dp * plan.cp, 1.0), 1.0))
     layer_p_dev = layer_params(m) / t - moe.expert_params_per_layer(m, where(m.gated_mlp, 3.0, 2.0)) * (
         1.0 / t - 1.0 / (plan.etp * ep))
     acc_full = acc_b * n_full * layer_p_dev / hbm
