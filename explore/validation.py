@@ -114,7 +114,11 @@ GROUP_ASSUMPTIONS = {
                 "dp 8, microbatch 2, ZeRO-1, bf16 with fp32 gradient reduction, full recompute); assumed "
                 "NVSwitch-class NVLink3 inside the 8-GPU node (the README says 'NVLink 4 inter-gpu connects'), "
                 "4 x 100 Gb/s Omni-Path per node (0.5 NIC of 100 Gb/s per GPU), unfused softmax, no "
-                "sequence parallelism, no overlap"),
+                "sequence parallelism, no overlap; DeepSpeed's bf16 optimizer on the pipeline engine (the "
+                "README's deepspeed@olruwase/bf16-updates, commit 5ea1c60f8, merged as PR #1801): after every "
+                "microbatch's backward update_hp_grads adds each bf16 gradient into its fp32 copy "
+                "(hp_grad.add_(lp.grad.to(fp32)), deepspeed/runtime/bf16_optimizer.py, pipe/engine.py), "
+                "grad_accumulation hook (the cast's fp32 temporary, 8 B per parameter more, is not charged)"),
 }
 GROUP_ASSUMPTIONS[fsdp.GROUP] = fsdp.ASSUMPTIONS
 
@@ -217,6 +221,8 @@ def build_scenario(row: dict) -> dict:
                "overlap_param_gather": False, "grad_reduce_bytes": grad_b}
         if g == "mtnlg22":
             par.update(DEEPSPEED_2021_PIPE)
+        else:
+            par["grad_accumulation"] = "hook"   # DeepSpeed's bf16 optimizer: update_hp_grads per microbatch
         training = {"global_batch": gb, "precision": precision, "flash_attention": False}
         system = {**a100, "scale_out": so}
     elif g == "zero3n21":

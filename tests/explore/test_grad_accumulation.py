@@ -102,10 +102,11 @@ def test_mtnlg_accumulation_matches_counted_parameters_and_simulated_schedule():
 def test_default_is_fused_and_only_the_2021_engines_set_it():
     """Megatron-Core's gradient-accumulation fusion is the default; only runs whose code predates it
     set another mode: MT-NLG (DeepSpeed's engine, autograd), Narayanan et al. 2021 (Table 1 with
-    --DDP-impl torch up to 18.4B, autograd; local DDP above and in Table 2, hook)."""
+    --DDP-impl torch up to 18.4B, autograd; local DDP above and in Table 2, hook), BLOOM (DeepSpeed's
+    bf16 optimizer adds each microbatch's gradient into its fp32 copy, hook)."""
     from explore.fields import field_spec
     assert field_spec("parallelism.grad_accumulation").default == "fused"
-    want = {"mtnlg22": "autograd", "megatron21t2": "hook"}
+    want = {"mtnlg22": "autograd", "megatron21t2": "hook", "bloom22": "hook"}
     for rid, sc, _, _ in V.load_cases():
         g = V.group_of(rid)
         if g == "megatron21":
