@@ -246,10 +246,12 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
                                                   / np.maximum(plan.microbatches, 1.0), 0.0))
     acc_b = (adds * (ACT_BYTES + 2.0 * plan.grad_reduce_bytes)
              / where(plan.zero >= 2, np.maximum(plan.dp * plan.cp, 1.0), 1.0))
-    layer_p_dev = layer_params(m) / t - moe.expert_params_per_layer(m, where(m.gated_mlp, 3.0, 2.0)) * (
-        1.0 / t - 1.0 / (plan.etp * ep))
-    acc_full = acc_b * n_full * layer_p_dev / hbm
-    acc_last = acc_b * (n_last * layer_p_dev + where((p > 1) | ~m.tied_embeddings, m.vocab * h / t, 0.0)) / hbm
+    # issue 11: routed experts are split over etp*ep ranks instead of tp (moe.py)
+    expert_total = moe.expert_params_per_layer(m, where(m.gated_mlp, 3.0, 2.0))
+    expert_shard = 1.0 / t - 1.0 / (plan.etp * ep)
+    layer_p = layer_params(m) / t - expert_total * expert_shard     # one layer's parameters on a device
+    acc_full = acc_b * n_full * layer_p / hbm
+    acc_last = acc_b * (n_last * layer_p + where((p > 1) | ~m.tied_embeddings, m.vocab * h / t, 0.0)) / hbm
     t_fwd_stage = np.maximum(n_full * fwd_wall, n_last * fwd_wall + head_fwd)
     t_bwd_stage = np.maximum(n_full * (bwd_wall + rc_wall) + emb_bwd + acc_full,
                              n_last * (bwd_wall + rc_wall) + head_bwd + acc_last)
@@ -292,11 +294,9 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     untied = ~m.tied_embeddings
     params_full = n_full * layer_params(m) / t + emb / t + where((p == 1) & untied, emb / t, 0.0)
     params_last = n_last * layer_params(m) / t + emb / t  # output layer (a tied copy, too)
-    # issue 11: routed experts are split over etp*ep ranks instead of tp (moe.py); sharded
+    # issue 11: routed experts are split over etp*ep ranks (expert_shard above); sharded
     # states see every replica's share
-    expert_total = moe.expert_params_per_layer(m, where(m.gated_mlp, 3.0, 2.0))
     params_full_replica, params_last_replica = params_full, params_last
-    expert_shard = 1.0 / t - 1.0 / (plan.etp * ep)
     params_full = params_full - n_full * expert_total * expert_shard
     params_last = params_last - n_last * expert_total * expert_shard
 
@@ -436,7 +436,6 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     held = rt.pipeline_held_bytes(ACT_BYTES * sbh / where(sp, t, 1.0), logits16, p, v, mb, torch_rt)
     # ZeRO-3's unsharded weights and gradients: two layers / one layer, or DeepSpeed's submodules
     ds_rt = plan.runtime_deepspeed
-    layer_p = layer_params(m) / t - expert_total * expert_shard
     z3_w, z3_g = rt.deepspeed_zero3_unsharded(m, t, layer_p, ds_rt)
     mem_parts = memory.peak_memory(act_layer, layer_p, emb / t,
                                    memory.loss_bytes_per_logit(recipe.unfused_loss, t, ~torch_rt | (p > 1))
