@@ -221,6 +221,18 @@ SCHEMA: dict[str, dict[str, Field]] = {
                                   doc="the activation gradient sent back between pipeline stages is scattered over "
                                       "the tensor group, as the activation is (Megatron-LM; DeepSpeed from v0.5.4); "
                                       "false: every tensor rank sends the whole gradient (DeepSpeed up to v0.5.3)"),
+        "grad_accumulation": Field("choice", "fused", choices=("fused", "hook", "autograd"),
+                                   doc="how each microbatch's weight gradients join the step's accumulated "
+                                       "gradient: fused (Megatron-Core's gradient-accumulation fusion: the "
+                                       "weight-gradient GEMM adds into the main gradient, no extra pass); hook "
+                                       "(a separate element-wise add per parameter in every microbatch: "
+                                       "Megatron-LM 2021's local DDP hook main_grad.add_(grad), DeepSpeed's bf16 "
+                                       "optimizer's update_hp_grads); autograd (the "
+                                       "same add in every microbatch but the first, whose gradient autograd's "
+                                       "AccumulateGrad keeps: PyTorch DDP under no_sync, DeepSpeed's pipeline "
+                                       "engine). Each add reads the 16-bit gradient and reads and writes the "
+                                       "accumulator of grad_reduce_bytes: 2 + 2 x grad_reduce_bytes bytes per "
+                                       "local parameter, per shard parameter under ZeRO-2/3 (step.py)"),
         "grad_bucket_params": Field("float", None, lo=0, lo_open=True,
                                     doc="parameters per data-parallel gradient bucket (one collective each); "
                                         "default: Megatron-Core's max(4e7, 1e6 * dp) with overlap_grad_reduce, "

@@ -41,15 +41,21 @@ PRESET_BY_SHAPE = {  # (layers, hidden) -> preset id
 }
 
 GROUP_ASSUMPTIONS = {
-    "megatron21": ("Narayanan et al. 2021 Table 1 gives neither microbatch nor interleaving: "
-                   "assumed microbatch 1, no interleaving; Megatron-LM of 2021: fp16, full recompute, "
-                   "no sequence parallelism, unfused softmax, no distributed optimizer, "
+    "megatron21": ("Narayanan et al. 2021 Table 1 gives neither microbatch nor interleaving: both from the "
+                   "paper's run script (NVIDIA/Megatron-LM examples/sc21/run_table_1.sh, commit de7dc40f883c), "
+                   "as is the data-parallel implementation (--DDP-impl torch up to 18.4B: gradients accumulated "
+                   "by autograd, grad_accumulation autograd; local from 39.1B: Megatron's hook adds each "
+                   "microbatch's gradient into main_grad, grad_accumulation hook; megatron/model/distributed.py, "
+                   "same commit; the fused accumulation came in 2022, commit 83b1e42f); Megatron-LM of 2021: fp16, "
+                   "full recompute, no sequence parallelism, unfused softmax, no distributed optimizer, "
                    "data-parallel all-reduce of fp16 gradients (Megatron-LM's default without "
                    "--accumulate-allreduce-grads-in-fp32) after the backward pass (not overlapped)"),
     "megatron21t2": ("Narayanan et al. 2021 Table 2, PTD parallelism rows (the comparison with ZeRO-3): "
                      "microbatch 1 from the table; model-parallel size 96 / 280 read as tp 8 x pp 12 / 35 "
-                     "(tp 8 inside a DGX node, as in Table 1); everything else as megatron21 (no interleaving, "
-                     "fp16, full recompute, unfused softmax, fp16 gradient all-reduce after the backward pass)"),
+                     "(tp 8 inside a DGX node, as in Table 1); no interleaving (not stated, no run script); "
+                     "everything else as megatron21 (fp16, full recompute, unfused softmax, fp16 gradient "
+                     "all-reduce after the backward pass, Megatron-LM 2021's default --DDP-impl local: "
+                     "grad_accumulation hook)"),
     "korthikanti22": ("Korthikanti et al. 2022 Table 5: configs as in the CSV (interleaving from "
                       "Calculon's configs); unfused softmax, no distributed optimizer, dp = 1, fp16 gradients"),
     "mcore": ("Megatron-Core H100 weak scaling: microbatch, recompute and interleaving not published: "
@@ -75,7 +81,12 @@ GROUP_ASSUMPTIONS = {
                 "tensor group after their partition metadata (pp_scatter_grads true: Megatron-DeepSpeed's "
                 "GPTModelPipe passes one tensor between stages, which the engine's partitioned path handles "
                 "only from PR #1407 of 2021-09-29, co-authored by MT-NLG's authors, the same change that "
-                "scatters the gradients)"),
+                "scatters the gradients); gradients accumulated across microbatches by an element-wise add "
+                "per parameter and microbatch after the first (grad_accumulation autograd: the engine's backward is "
+                "torch.autograd.backward, whose AccumulateGrad adds each microbatch's 16-bit weight gradient "
+                "into param.grad; ZeRO-1, deepspeed/runtime/zero/stage2.py with partition_gradients off and "
+                "overlap_comm off, registers no gradient hooks and reads param.grad once, at the boundary, "
+                "in reduce_gradients)"),
     "zero3n21": ("Narayanan et al. 2021 Table 2, ZeRO-3 without model parallelism (DeepSpeed) on Selene DGX A100 "
                  "(8 x HDR 200 per node, fat tree): plan as the table (tp 1, pp 1, dp = GPUs, the table's "
                  "microbatch and batch: one microbatch per GPU per step); DeepSpeed settings not published: "
@@ -106,14 +117,23 @@ GROUP_ASSUMPTIONS = {
                 "dp 8, microbatch 2, ZeRO-1, bf16 with fp32 gradient reduction, full recompute); assumed "
                 "NVSwitch-class NVLink3 inside the 8-GPU node (the README says 'NVLink 4 inter-gpu connects'), "
                 "4 x 100 Gb/s Omni-Path per node (0.5 NIC of 100 Gb/s per GPU), unfused softmax, no "
-                "sequence parallelism, no overlap"),
+                "sequence parallelism, no overlap; DeepSpeed's bf16 optimizer on the pipeline engine (the "
+                "README's deepspeed@olruwase/bf16-updates, commit 5ea1c60f8, merged as PR #1801): after every "
+                "microbatch's backward update_hp_grads adds each bf16 gradient into its fp32 copy "
+                "(hp_grad.add_(lp.grad.to(fp32)), deepspeed/runtime/bf16_optimizer.py, pipe/engine.py), "
+                "grad_accumulation hook (the cast's fp32 temporary, 8 B per parameter more, is not charged)"),
 }
 GROUP_ASSUMPTIONS[fsdp.GROUP] = fsdp.ASSUMPTIONS
 
 
-DEEPSPEED_2021_PIPE = {"pp_p2p": "serial", "pp_scatter_grads": True}
+MEGATRON21_TORCH_DDP = ("megatron21_t1_1.7B", "megatron21_t1_3.6B", "megatron21_t1_7.5B", "megatron21_t1_18.4B")
+"""Table 1 rows run with --DDP-impl torch (NVIDIA/Megatron-LM examples/sc21/run_table_1.sh, commit de7dc40f883c);
+the others, and Table 2's PTD rows (Megatron-LM's default), with its local DDP."""
+
+DEEPSPEED_2021_PIPE = {"pp_p2p": "serial", "pp_scatter_grads": True, "grad_accumulation": "autograd"}
 """DeepSpeed's pipeline engine as MT-NLG ran it (v0.5.4 code): blocking per-tensor sends and receives in
-TrainSchedule order, activation and gradient scattered over the tensor group (GROUP_ASSUMPTIONS["mtnlg22"])."""
+TrainSchedule order, activation and gradient scattered over the tensor group, gradients accumulated by
+autograd's element-wise add per microbatch (GROUP_ASSUMPTIONS["mtnlg22"])."""
 DEEPSPEED_2021_ZERO3 = {"zero3_calls_per_layer": 4.0, "zero3_gather_passes": 3.0, "list_collectives": True,
                        "zero3_replicated_params_per_layer": 8.0, "list_gather_host_calls": 1.0,
                        "list_reduce_host_calls": 2.0, "zero3_replicated_host_calls": 4.0,
@@ -171,6 +191,8 @@ def build_scenario(row: dict) -> dict:
         par = {"tp": tp, "pp": pp, "dp": dp, "microbatch": mb, "virtual_stages": vp, "zero": 0,
                "recompute": "full" if full else "selective", "sequence_parallel": sp,
                "overlap_grad_reduce": False, "overlap_param_gather": False, "grad_reduce_bytes": 2}
+        if g in ("megatron21", "megatron21t2"):   # Megatron-LM 2021: no gradient-accumulation fusion
+            par["grad_accumulation"] = "autograd" if row["run_id"] in MEGATRON21_TORCH_DDP else "hook"
         training = {"global_batch": gb, "precision": "fp16", "flash_attention": False}
         system = {"accelerator": "a100-sxm-80gb", "devices": n,
                   "scale_up": {"size": 8, "link": "nvlink3"},
@@ -203,6 +225,8 @@ def build_scenario(row: dict) -> dict:
                "overlap_param_gather": False, "grad_reduce_bytes": grad_b}
         if g == "mtnlg22":
             par.update(DEEPSPEED_2021_PIPE)
+        else:
+            par["grad_accumulation"] = "hook"   # DeepSpeed's bf16 optimizer: update_hp_grads per microbatch
         training = {"global_batch": gb, "precision": precision, "flash_attention": False}
         system = {**a100, "scale_out": so}
     elif g == "zero3n21":

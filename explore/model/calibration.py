@@ -83,7 +83,7 @@ embedding backward writes a V x h 16-bit gradient (2 B; the scatter of the b s t
 small), which Megatron's gradient hook adds into the fp32 main gradient
 (``param.main_grad.add_(param.grad)``: read 4 + 2, write 4) = 12 bytes. The linear layers
 accumulate into main_grad inside their weight-gradient GEMM (gradient-accumulation fusion),
-so this pass is the embedding's alone."""
+so this pass is the embedding's alone (unless ``parallelism.grad_accumulation`` is hook or autograd: step.py)."""
 GRAD_BUFFER_PASSES = 4.0
 """Passes over the local gradient buffer (elements of ``grad_reduce_bytes``, every local
 parameter: the distributed optimizer does not shard it) once per step, outside the optimizer:

@@ -62,6 +62,8 @@ class ParallelPlan:
     fsdp_root_unit: np.ndarray = False   # FSDP root unit (embedding) gathered first, reduced last (step.py)
     pp_p2p_serial: np.ndarray = False    # DeepSpeed pipeline engine: blocking sends/receives one at a time
     pp_scatter_grads: np.ndarray = True  # backward activation gradients scattered over the tensor group
+    grad_acc_hook: np.ndarray = False      # an element-wise gradient add per parameter and microbatch (step.py)
+    grad_acc_autograd: np.ndarray = False  # ... in every microbatch but the first (step.py)
 
     @classmethod
     def from_resolved(cls, r) -> "ParallelPlan":
@@ -103,6 +105,8 @@ class ParallelPlan:
                   fsdp_root_unit=np.asarray(v["parallelism.fsdp_root_unit"], bool),
                   pp_p2p_serial=np.asarray(v["parallelism.pp_p2p"]) == "serial",
                   pp_scatter_grads=np.asarray(v["parallelism.pp_scatter_grads"], bool),
+                  grad_acc_hook=np.asarray(v["parallelism.grad_accumulation"]) == "hook",
+                  grad_acc_autograd=np.asarray(v["parallelism.grad_accumulation"]) == "autograd",
                   grad_bucket_params=bucket_params(v, dp))
         return cls(**{k: fit(a, n) for k, a in kw.items()})   # constants stay length 1
 

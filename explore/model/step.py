@@ -13,6 +13,10 @@ Per layer and microbatch on one device of the slowest pipeline stage:
   which hides them behind the GEMMs they feed (only the excess is exposed).
 * recompute: full repeats the forward (with its collectives), selective
   repeats the attention core (Korthikanti et al. 2022, Sec. 5).
+* unfused gradient accumulation (``grad_accumulation`` "hook": Megatron-LM 2021's local DDP;
+  "autograd": PyTorch DDP under no_sync, DeepSpeed's pipeline engine, every microbatch but the
+  first): each microbatch adds each local weight gradient into the accumulator, 2 + 2 x
+  grad_reduce_bytes bytes per parameter at ``hbm``.
 * vocabulary and per-step memory traffic: the fp32 cross-entropy over the
   logits on the last stage, the embedding's dense gradient accumulation on the
   first stage, Adam on the ZeRO-sharded states and passes over the local
@@ -241,14 +245,33 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     p = plan.pp
     head_only_bwd = head_bwd                    # the output layer's backward alone (FSDP root unit below)
     head_bwd = head_bwd + where(p == 1, emb_bwd, 0.0)
+    # unfused gradient accumulation: a microbatch's backward adds each local weight gradient into the
+    # step's accumulator in its own element-wise kernel (hook: Megatron-LM 2021 local DDP's
+    # main_grad.add_(grad), every microbatch; autograd: AccumulateGrad into .grad, every microbatch but
+    # the first, whose gradient it keeps; spread over the slots), read the 16-bit gradient, read and
+    # write the accumulator; the layers' weights on every stage and the output layer's tied copy on the
+    # last (the input embedding's add is already in emb_bwd); ZeRO-2/3 reduce-scatter every
+    # microbatch and accumulate their shard only (1 / (dp cp) of it)
+    adds = where(plan.grad_acc_hook, 1.0, where(plan.grad_acc_autograd, (plan.microbatches - 1.0)
+                                                  / np.maximum(plan.microbatches, 1.0), 0.0))
+    acc_b = (adds * (ACT_BYTES + 2.0 * plan.grad_reduce_bytes)
+             / where(plan.zero >= 2, np.maximum(plan.dp * plan.cp, 1.0), 1.0))
+    # issue 11: routed experts are split over etp*ep ranks instead of tp (moe.py)
+    expert_total = moe.expert_params_per_layer(m, where(m.gated_mlp, 3.0, 2.0))
+    expert_shard = 1.0 / t - 1.0 / (plan.etp * ep)
+    layer_p = layer_params(m) / t - expert_total * expert_shard     # one layer's parameters on a device
+    acc_full = acc_b * n_full * layer_p / hbm
+    acc_last = acc_b * (n_last * layer_p + where((p > 1) | ~m.tied_embeddings, m.vocab * h / t, 0.0)) / hbm
     t_fwd_stage = np.maximum(n_full * fwd_wall, n_last * fwd_wall + head_fwd)
-    t_bwd_stage = np.maximum(n_full * (bwd_wall + rc_wall) + emb_bwd, n_last * (bwd_wall + rc_wall) + head_bwd)
+    t_bwd_stage = np.maximum(n_full * (bwd_wall + rc_wall) + emb_bwd + acc_full,
+                             n_last * (bwd_wall + rc_wall) + head_bwd + acc_last)
     t_stage = t_fwd_stage + t_bwd_stage
     last_fwd = n_full * fwd_wall < n_last * fwd_wall + head_fwd
-    last_bwd = n_full * (bwd_wall + rc_wall) + emb_bwd < n_last * (bwd_wall + rc_wall) + head_bwd
+    last_bwd = (n_full * (bwd_wall + rc_wall) + emb_bwd + acc_full
+                < n_last * (bwd_wall + rc_wall) + head_bwd + acc_last)
     compute_stage = (where(last_fwd, n_last * fwd_compute + head_fwd, n_full * fwd_compute)
-                     + where(last_bwd, n_last * (bwd_compute + rc_compute) + head_bwd,
-                                n_full * (bwd_compute + rc_compute) + emb_bwd))
+                     + where(last_bwd, n_last * (bwd_compute + rc_compute) + head_bwd + acc_last,
+                                n_full * (bwd_compute + rc_compute) + emb_bwd + acc_full))
 
     # issue 11: the layer's exposed communication and the MoE / ring-attention parts of it
     layer_comm = (fwd_wall - fwd_compute) + (bwd_wall - bwd_compute) + (rc_wall - rc_compute)
@@ -283,11 +306,9 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     untied = ~m.tied_embeddings
     params_full = n_full * layer_params(m) / t + emb / t + where((p == 1) & untied, emb / t, 0.0)
     params_last = n_last * layer_params(m) / t + emb / t  # output layer (a tied copy, too)
-    # issue 11: routed experts are split over etp*ep ranks instead of tp (moe.py); sharded
+    # issue 11: routed experts are split over etp*ep ranks (expert_shard above); sharded
     # states see every replica's share
-    expert_total = moe.expert_params_per_layer(m, where(m.gated_mlp, 3.0, 2.0))
     params_full_replica, params_last_replica = params_full, params_last
-    expert_shard = 1.0 / t - 1.0 / (plan.etp * ep)
     params_full = params_full - n_full * expert_total * expert_shard
     params_last = params_last - n_last * expert_total * expert_shard
 
@@ -441,7 +462,6 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     held = rt.pipeline_held_bytes(ACT_BYTES * sbh / where(sp, t, 1.0), logits16, p, v, mb, torch_rt)
     # ZeRO-3's unsharded weights and gradients: two layers / one layer, or DeepSpeed's submodules
     ds_rt = plan.runtime_deepspeed
-    layer_p = layer_params(m) / t - expert_total * expert_shard
     z3_w, z3_g = rt.deepspeed_zero3_unsharded(m, t, layer_p, ds_rt)
     mem_parts = memory.peak_memory(act_layer, layer_p, emb / t,
                                    memory.loss_bytes_per_logit(recipe.unfused_loss, t, ~torch_rt | (p > 1))

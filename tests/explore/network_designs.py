@@ -102,6 +102,7 @@ def net_rows(draw, moe):
         # pipeline engine (DeepSpeed 2021: serial blocking transfers, whole gradients; explore.validation.DEEPSPEED_2021_PIPE)
         p + "pp_p2p": draw(st.sampled_from(["batched", "serial"])),
         p + "pp_scatter_grads": draw(st.booleans()),
+        p + "grad_accumulation": draw(st.sampled_from(["fused", "hook", "autograd"])),
         "training.global_batch": dp * mb * nmb, "training.flash_attention": draw(st.booleans()),
         "system.devices": tp * pp * dp * cp, "system.accelerator": acc,
         su + "size": draw(st.sampled_from([4, 8, 16])), su + "link": SCALE_UP_LINK[acc],

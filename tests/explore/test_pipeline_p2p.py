@@ -150,9 +150,11 @@ def test_whole_gradients_add_the_unscattered_bytes_per_microbatch():
 
 def test_mtnlg22_scenarios_use_deepspeed_pipeline_engine_and_stay_held_out():
     """MT-NLG (Smith et al. 2022 Sec. 2.4, DeepSpeed's pipeline engine as of v0.5.4): serial
-    blocking transfers with scattered gradients, every other group on the defaults. Held out of every
-    fit; still too fast on all three runs (-18.9 / -19.8 / -22.0 %, MAPE 20.2 %; -19.3 / -20.2 /
-    -22.4 % with Megatron's batched exchange): a guard against getting worse, not a pass mark."""
+    blocking transfers with scattered gradients and autograd's unfused gradient accumulation, every
+    other group on the defaults. Held out of every fit; still too fast on all three runs
+    (-14.9 / -15.9 / -18.2 %, MAPE 16.3 %; -19.0 / -19.8 / -22.1 % without the accumulation,
+    -19.3 / -20.2 / -22.4 % with Megatron's batched exchange as well): a guard against getting
+    worse, not a pass mark."""
     assert "mtnlg22" in V.HELD_OUT_GROUPS
     cases = [c for c in V.load_cases() if V.group_of(c[0]) == "mtnlg22"]
     assert len(cases) == 3
@@ -163,11 +165,15 @@ def test_mtnlg22_scenarios_use_deepspeed_pipeline_engine_and_stay_held_out():
             assert "pp_p2p" not in sc["parallelism"] and "pp_scatter_grads" not in sc["parallelism"]
     e = V.errors(cases)
     assert np.all(e < 0), e
-    assert float(np.mean(np.abs(e))) <= 0.21
-    assert float(np.max(np.abs(e))) <= 0.23
+    assert float(np.mean(np.abs(e))) <= 0.17
+    assert float(np.max(np.abs(e))) <= 0.19
+
+    def without(keys):
+        return [(r, {**sc, "parallelism": {k: v for k, v in sc["parallelism"].items() if k not in keys}}, k, t)
+                for r, sc, k, t in cases]
     # the engine's serial transfers make every run slower than Megatron's batched exchange would,
-    # by about 0.4 points: far from the gap
-    plain = [(r, {**sc, "parallelism": {k: v for k, v in sc["parallelism"].items()
-                                        if k not in V.DEEPSPEED_2021_PIPE}}, k, t) for r, sc, k, t in cases]
-    gain = V.errors(cases) - V.errors(plain)
+    # by about 0.4 points; the unfused accumulation by about 4 points: neither closes the gap
+    gain = V.errors(cases) - V.errors(without(("pp_p2p", "pp_scatter_grads")))
     assert np.all((gain > 0.002) & (gain < 0.01)), gain
+    gain = V.errors(cases) - V.errors(without(("grad_accumulation",)))
+    assert np.all((gain > 0.035) & (gain < 0.045)), gain
