@@ -38,6 +38,9 @@ others, each asserted in direction and bound (a regression guard in either direc
   tuning.cc enables on compute capability 9.0 when the GPU-NIC path is PXN or closer, NCCL would
   rank the LL128 tree first at 1 MiB, a protocol the model does not run across domains: at
   0.92 of the bus bandwidth it makes the 2-32 MiB multi-node H100 points 24-111 % optimistic).
+  coll8: both measured times (92.5 / 117.0 us) sit on NCCL 2.24.3's own NVLS-tree estimate (88.3 /
+  116.3 us, NET 14 us per level, 5/6 x half the graph bandwidth); the model adds its 80 us Simple
+  pipeline time, which the measured curves show only from 2-4 MiB on, by no rule found in NCCL.
   (The GB200 one- and two-rack points at
   2-16 GiB were here at -15 to -20 % while every NVLink generation took the A100 efficiency 0.775;
   with each link's measured catalog ``bus_efficiency``, 0.93 for NVLink 5, they are within 5 %.)
