@@ -152,16 +152,16 @@ HELD_OUT_GROUPS = ("mtnlg22", "zero3n21", fsdp.GROUP)
 """Never fitted on: MT-NLG ran Megatron-DeepSpeed's pipeline engine, ~30 % slower per sequence than
 Megatron-LM on the same model, plan and GPUs (Narayanan et al. 2021 Table 1, 529.6B on 2,240 A100),
 a framework efficiency the model does not describe; it is reported out of sample only.
-DeepSpeed ZeRO-3 without model parallelism (Narayanan et al. 2021 Table 2) is 17-55 % slower than
-the model even with DeepSpeed 2021's code paths described (DEEPSPEED_2021_ZERO3): its step time stops
-falling beyond 768 GPUs, the model's does not at the cited per-rank copy time (README "Where the
+On DeepSpeed ZeRO-3 without model parallelism (Narayanan et al. 2021 Table 2) the model is 12-41 %
+too fast even with DeepSpeed 2021's code paths described (DEEPSPEED_2021_ZERO3): its 530B step stops
+falling beyond 1,120 GPUs, the model's does not at the cited per-rank copy time (README "Where the
 model is still wrong", benchmarks/zero3_bounds.py); fitted in, it breaks the calibration bounds, so
 it is reported out of sample only.
 The PyTorch FSDP runs (llm-foundry MPT, explore/validation_fsdp.py) are issue 10's new
-communication-bound group, kept out of sample: fitted in, they move gemm_efficiency 0.833 -> 0.797
-and hbm_efficiency 0.665 -> 0.550 and break the calibration bounds (6.3 % MAPE, 18.2 % worst),
-because their runs without activation checkpointing (1B-7B) are 10-23 % slower than the model at
-every GPU count, including the same README's single-node rows where the network plays no part."""
+communication-bound group, kept out of sample: fitted in (session 6), they move gemm_efficiency
+0.843 -> 0.826 and hbm_efficiency 0.633 -> 0.530 and break the calibration bounds (6.0 % MAPE,
+16.2 % worst), because on their runs without activation checkpointing (1B-7B) the model is 11-19 % too fast
+at every GPU count, including the same README's single-node rows where the network plays no part."""
 
 
 def calibration_cases(cases):
