@@ -17,7 +17,7 @@ import numpy as np
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "explore"))
-import network_designs as nd  # noqa: E402
+import network_designs as nd
 
 SO = "system.scale_out."
 
