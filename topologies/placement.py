@@ -102,7 +102,15 @@ class Placement:
         full rate only where every group is under one leaf: the whole job under one leaf, or whole
         blocks to a leaf (``leaf_devices`` a multiple of the block; never for a chain). A block
         smaller than a leaf but not dividing it straddles leaf edges somewhere, and the rings cut
-        there leave the leaf as any crossing ring does (below)."""
+        there leave the leaf as any crossing ring does (below).
+
+        The job's ``devices`` fill ``ceil(devices / leaf_devices)`` leaves, the last one partly
+        (``m`` devices); every leaf has the same ``leaf_devices / o`` uplinks (fixed by the radix
+        and o). A leaf of ``k`` job devices can send off-leaf at most what the ``devices - k``
+        devices on the other side of it take: crossing ring streams and chain pairs at most one
+        per such device, all-to-all bytes at most ``(devices - k) / S`` of each member's (its
+        peers off the leaf). The rate is set by the worst leaf, the full ones or the last: the
+        one with the most crossing flows per uplink."""
         stride = np.asarray(stride, dtype=float)
         span_devices = np.minimum(stride * n, self.devices)
         # a device's NICs go to separate planes (one leaf each, as DGX SuperPOD rails), so a leaf
@@ -119,8 +127,12 @@ class Placement:
         # ranks under each leaf, the leaf's rings need 1/k of its down-link rate upward, which the
         # uplinks (1/o of it) carry at min(1, k/o) of the full rate (topology-aware NCCL rings)
         # a chain's pairs: min(stride, leaf) streams cross each leaf edge, whatever the pair count
-        per_leaf = np.clip(leaf_devices / stride, 1.0, where(chain, np.inf, np.maximum(n, 1.0)))
-        cross = self.bw * np.minimum(1.0, per_leaf / self.o)
+        cap = where(chain, np.inf, np.maximum(n, 1.0))
+        full, last, others_full, others_last = self._leaves(leaf_devices)
+        streams_full = np.minimum(leaf_devices / np.clip(leaf_devices / stride, 1.0, cap), others_full)
+        streams_last = np.minimum(last / np.clip(last / stride, 1.0, cap), others_last)
+        streams = np.maximum(where(full, streams_full, 0.0), streams_last)
+        cross = self.bw / np.maximum(1.0, streams * self.o / leaf_devices)
         if all_to_all:
             # the share of a leaf's a2a bytes that leaves it, at the worst leaf of an unaligned layout
             # (groups of S devices, leaves of D): a group cut in half at a leaf edge. S >= D: the
@@ -134,12 +146,29 @@ class Placement:
             off_leaf = np.where(whole_leaves, 1.0 - 1.0 / np.maximum(r, 1.0), off_leaf)
             off_leaf = np.where(leaf_local, 0.0, off_leaf)
             off_leaf = np.where(self.devices <= leaf_devices, 0.0, off_leaf)   # one leaf: nothing leaves
+            # a leaf's crossing bytes are bounded by the peers on the other side of it; the last,
+            # partly filled leaf (m devices) by the same worst-layout share and the same bound
+            S = np.maximum(span_devices, 1.0)
+            cut_last = where(S >= last, last - last * last / (2.0 * S), 0.5 * S)
+            cut_last = where(leaf_local | whole_leaves, 0.0, cut_last)   # aligned layouts: m = D or whole blocks
+            crossing = np.maximum(where(full, np.minimum(leaf_devices * off_leaf, leaf_devices * others_full / S), 0.0),
+                                  np.minimum(cut_last, last * others_last / S))
+            off_leaf = crossing / leaf_devices
             # rail-optimized: PXN moves each message over the scale-up links to the local GPU on the
             # destination's rail (NCCL_PXN_DISABLE=0, NCCL >= 2.12), so any group whose nodes fit
             # under one rail leaf runs at full rate, whatever its stride
             pxn_local = np.ceil(span_devices / self.domain) <= self.leaf_down
             return self._by_family(self.bw / np.maximum(1.0, self.o * off_leaf), pxn_local, ports, p2p)
         return self._by_family(where(leaf_local, self.bw, cross), in_leaf | rail_local, ports, p2p)
+
+    def _leaves(self, leaf_devices):
+        """Whether the job fills a leaf (more than one leaf), the last leaf's devices ``m`` (all of a
+        leaf's if the job fills whole leaves), and the job's devices outside a full leaf and outside
+        the last one."""
+        leaves = np.ceil(self.devices / leaf_devices - 1e-9)
+        last = self.devices - (np.maximum(leaves, 1.0) - 1.0) * leaf_devices
+        full = leaves > 1.0
+        return full, last, np.maximum(self.devices - leaf_devices, 0.0), self.devices - last
 
     def _by_family(self, ft, rail_ok, ports, p2p):
         """Per-family rate from the fat-tree's ``ft``: rail-optimized at full rate where ``rail_ok``,

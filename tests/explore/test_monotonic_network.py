@@ -2,8 +2,8 @@
 
 More bandwidth (scale-up or scale-out), more NICs per device or a larger scale-up
 domain never lengthen a step; more oversubscription or more latency never shorten
-it (NICs: except for jobs under one oversubscribed leaf that need two at twice the NICs,
-``_nic_exception``). The default run is derandomized (tests/conftest.py profile); ``-m slow`` runs
+it (NICs: except for jobs on two oversubscribed leaves, the second partly filled, below one NIC
+per device, where the network itself is slower at twice the NICs: ``_nic_exception``). The default run is derandomized (tests/conftest.py profile); ``-m slow`` runs
 the same properties on many more random examples.
 """
 import copy
@@ -89,7 +89,8 @@ KNOBS = ["scale_up_bandwidth", "scale_out_bandwidth", "nics", "scale_up_size",
 
 def _nic_exception(sc):
     """The one class where twice the NICs are not asserted (network_designs.nic_exception: the job
-    under one leaf at this NIC count, two at twice it; test_properties_nics.py says why)."""
+    on two oversubscribed leaves at this NIC count, more at twice it; test_properties_nics.py
+    shows the networkx leaf-spine slower there too)."""
     from network_designs import DEFAULT_SWITCH, nic_exception
     so = sc["system"]["scale_out"]
     return nic_exception(so.get("topology"), so.get("oversubscription", 1.0), so.get("nics_per_device", 1.0),
