@@ -26,7 +26,7 @@ Per layer and microbatch on one device of the slowest pipeline stage:
 The pipeline runs (m + (p-1)/v) slowest-stage microbatch times (interleaved
 1F1B, Narayanan et al. 2021 Sec. 2.2), plus blocking point-to-point sends: Megatron-LM's batched
 exchange per slot, or DeepSpeed's pipeline engine sending one tensor at a time (``pp_p2p``
-serial: ``serial_p2p_transfers`` each way; ``pp_scatter_grads`` false sends the gradient whole).
+serial: ``pipeline_p2p.serial_p2p_transfers`` each way; ``pp_scatter_grads`` false sends the gradient whole).
 Data-parallel gradient reduce-scatter (or all-reduce without ZeRO) overlaps
 the backward pass of the last microbatch when enabled; ZeRO-3 all-gathers the
 parameters for every microbatch's forward and backward (``zero3_gather_passes``; 3 when
@@ -64,28 +64,13 @@ from explore.model.fabric import Fabric  # noqa: F401  (re-exported: explore.mod
 from explore.model import context as ctx, moe  # issue 11
 from explore.model.precision import Recipe, cast_elements_per_token_layer  # issue 11
 from topologies.placement import group_span  # issue 11
+from explore.model.pipeline_p2p import ACT_BYTES, pipeline_p2p
 
-ACT_BYTES = 2.0  # 16-bit activations exchanged between ranks
 
 
 def _share(part, whole):
     """part / whole, 0 where whole is 0 (issue 11 breakdown split)."""
     return where(whole > 0, part / where(whole > 0, whole, 1.0), 0.0)
-
-
-PARTITION_META_BYTES = 8.0 * 15  # DeepSpeed PartitionedTensor.to_meta of a 3-D tensor over 8 ranks: 15 int64
-
-
-def serial_p2p_transfers(m, p):
-    """Transfers each way on the critical path of DeepSpeed's TrainSchedule with blocking sends.
-
-    Stage s runs microbatch k's forward at step s + 2k and its backward at step 2p - 1 - s + 2k
-    (deepspeed/runtime/pipe/schedule.py); a forward step first receives the activation and sends the
-    previous backward's gradient, a backward step sends the previous forward's activation and receives
-    the gradient, each a blocking call. Counted by event simulation for p <= 35 (tests/explore/
-    test_pipeline_p2p.py): 2m + p - 4 for p >= 3 and m >= 2 (two per microbatch: every slot of the
-    slowest stage waits for four serialized transfers), p - 1 for m = 1, m for p = 2."""
-    return where(p <= 2, m, where(m <= 1, p - 1, 2.0 * m + p - 4.0))
 
 
 def stage_layers(m: ModelSpec, plan: ParallelPlan):
@@ -284,22 +269,8 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     bubble = (p - 1) / v * t_stage
     pipe_steady = mb * t_stage
 
-    # point-to-point between stages: scatter-gather over the tensor group (Narayanan et al. 2021 Sec. 4.1);
-    # Megatron-LM batches the send to and the receive from a neighbour (one exchange per forward and
-    # per backward slot); DeepSpeed's pipeline engine sends and receives one tensor at a time, the
-    # gradient whole before v0.5.4, each scattered tensor after its partition metadata
-    p2p_bytes = ACT_BYTES * sbh / t
-    grad_p2p_bytes = where(plan.pp_scatter_grads, p2p_bytes, ACT_BYTES * sbh)
-    pp_stride = t * plan.cp * plan.dp
-    # more than two stages (or chunks wrapping round): the stage-to-stage pairs cross every leaf edge
-    chain = (p > 2) | (v > 1)
-    t_p2p = where(p > 1, 2.0 * (v * mb + p - 1) * fab.p2p(p2p_bytes, pp_stride, chain), 0.0)
-    if np.any(plan.pp_p2p_serial):
-        meta = fab.p2p(PARTITION_META_BYTES, pp_stride, chain)
-        per_pair = (fab.p2p(p2p_bytes, pp_stride, chain) + fab.p2p(grad_p2p_bytes, pp_stride, chain)
-                    + where(t > 1, meta, 0.0) + where((t > 1) & plan.pp_scatter_grads, meta, 0.0))
-        t_serial = where(p > 1, serial_p2p_transfers(v * mb, p) * per_pair, 0.0)
-        t_p2p = where(plan.pp_p2p_serial, t_serial, t_p2p)
+    # point-to-point between stages (pipeline_p2p.py: Megatron-LM's batched exchange or DeepSpeed's serial sends)
+    t_p2p, p2p_bytes, grad_p2p_bytes = pipeline_p2p(fab, plan, p, v, mb, t, sbh)
 
     # --- parameters per device (fullest stage, incl. embedding on stage 0 / head when pp = 1)
     emb = m.vocab * m.hidden

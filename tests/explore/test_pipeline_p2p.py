@@ -1,6 +1,6 @@
 """Pipeline point-to-point under DeepSpeed's pipeline engine (``parallelism.pp_p2p = "serial"``).
 
-The count of blocking transfers on the critical path (explore.model.step.serial_p2p_transfers) is
+The count of blocking transfers on the critical path (explore.model.pipeline_p2p.serial_p2p_transfers) is
 checked against an independent event simulation of DeepSpeed's TrainSchedule, written here from the
 schedule's published step rule (microsoft/DeepSpeed v0.5.3, deepspeed/runtime/pipe/schedule.py):
 stage s runs microbatch k's forward at step s + 2k and its backward at step 2p - 1 - s + 2k; a
@@ -17,7 +17,7 @@ import pytest
 
 from explore import validation as V
 from explore.evaluate import evaluate
-from explore.model.step import serial_p2p_transfers
+from explore.model.pipeline_p2p import serial_p2p_transfers
 
 
 def _program(m, p, s):
