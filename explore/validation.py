@@ -122,6 +122,21 @@ GROUP_ASSUMPTIONS = {
                 "microbatch's backward update_hp_grads adds each bf16 gradient into its fp32 copy "
                 "(hp_grad.add_(lp.grad.to(fp32)), deepspeed/runtime/bf16_optimizer.py, pipe/engine.py), "
                 "grad_accumulation hook (the cast's fp32 temporary, 8 B per parameter more, is not charged)"),
+    "opt22": ("OPT-175B (Zhang et al. 2022 Sec. 2.2-2.4; facebookresearch/metaseq commit f2cd36798793, "
+              "metaseq/launcher/opt_baselines.py and opt_job_constants.py, the 175b entry): tp 8 (Megatron-LM "
+              "tensor parallelism), pp 1, fairscale FullyShardedDataParallel over the 124 data-parallel ranks, "
+              "8 sequences per rank, one microbatch per step (--update-freq 1), 992 sequences of 2048; "
+              "--no-reshard-after-forward: each layer's flat parameter is all-gathered once in the forward and "
+              "kept through the backward, its gradient reduce-scattered in the backward (zero 2, one gather and "
+              "one reduce-scatter per layer: grad_bucket_params = one layer's parameters per tensor rank, 12 h^2 / 8, "
+              "which exceeds bucket_cap_mb 25, so fairscale issues each layer's reduce-scatter unbucketed); "
+              "--memory-efficient-fp16: fp16 weights, fp16 gradient reduce-scatter (fp32_reduce_scatter off, "
+              "metaseq/dataclass/configs.py), fp32 Adam moments; full recompute (--checkpoint-activations); no "
+              "sequence parallelism (Megatron-LM 2.4/2.6 era), unfused softmax, no flash attention; ReLU MLP, "
+              "learned positions, tied embeddings, GPT-2 BPE vocab 50272; gathers and reduce-scatters on FSDP's "
+              "own streams, overlapped with compute. Not in the sources read: the network, assumed Azure NDm "
+              "A100 v4 (metaseq's ComputeEnvs.AZURE): HGX A100 80 GB with NVLink3/NVSwitch, 8 x HDR 200 Gb/s "
+              "InfiniBand per VM (one NIC per GPU), non-blocking fat tree"),
 }
 GROUP_ASSUMPTIONS[fsdp.GROUP] = fsdp.ASSUMPTIONS
 
@@ -146,9 +161,9 @@ def group_of(run_id: str) -> str:
     return run_id.split("_")[0] if not run_id.startswith("mcore") else "mcore"
 
 
-COMM_GROUPS = ("megascale24", "mtnlg22", "bloom22", "zero3n21", "megatron21t2", fsdp.GROUP)
+COMM_GROUPS = ("megascale24", "mtnlg22", "bloom22", "zero3n21", "megatron21t2", fsdp.GROUP, "opt22")
 """Communication-bound groups added by issue 10 (tests/validation/comm_runs.csv)."""
-HELD_OUT_GROUPS = ("mtnlg22", "zero3n21", fsdp.GROUP)
+HELD_OUT_GROUPS = ("mtnlg22", "zero3n21", fsdp.GROUP, "opt22")
 """Never fitted on: MT-NLG ran Megatron-DeepSpeed's pipeline engine, ~30 % slower per sequence than
 Megatron-LM on the same model, plan and GPUs (Narayanan et al. 2021 Table 1, 529.6B on 2,240 A100),
 a framework efficiency the model does not describe; it is reported out of sample only.
@@ -229,6 +244,15 @@ def build_scenario(row: dict) -> dict:
             par["grad_accumulation"] = "hook"   # DeepSpeed's bf16 optimizer: update_hp_grads per microbatch
         training = {"global_batch": gb, "precision": precision, "flash_attention": False}
         system = {**a100, "scale_out": so}
+    elif g == "opt22":
+        model = {"layers": L, "hidden": h, "heads": int(row["attn_heads"]), "ffn_hidden": int(row["ffn_hidden"]),
+                 "vocab": int(row["vocab"]), "seq_len": int(row["seq_len"]), "tied_embeddings": True}
+        par = {"tp": tp, "pp": pp, "dp": dp, "microbatch": int(row["microbatch"]), "virtual_stages": 1, "zero": 2,
+               "recompute": "full", "sequence_parallel": False, "overlap_grad_reduce": True,
+               "overlap_param_gather": True, "grad_reduce_bytes": 2, "grad_bucket_params": 12.0 * h * h / tp}
+        training = {"global_batch": gb, "precision": "fp16", "flash_attention": False}
+        system = {"accelerator": "a100-sxm-80gb", "devices": n, "scale_up": {"size": 8, "link": "nvlink3"},
+                  "scale_out": {"topology": "fat-tree", "link": "ib-hdr-200", "nics_per_device": 1.0}}
     elif g == "zero3n21":
         model = {"preset": PRESET_BY_SHAPE[(L, h)], "vocab": int(row["vocab"])}
         par = {"tp": 1, "pp": 1, "dp": dp, "microbatch": int(row["microbatch"]), "virtual_stages": 1, "zero": 3,
