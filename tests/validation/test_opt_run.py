@@ -15,7 +15,7 @@ from explore.evaluate import evaluate
 
 CASES = [c for c in V.load_cases() if V.group_of(c[0]) == "opt22"]
 TOKENS = 992 * 2048          # metaseq launcher: 8 sequences on each of 124 data-parallel ranks
-CHRONICLE_FLOPS = 4.30e23    # projects/OPT/chronicles/final_update.md: '~4.30E+23 FLOPs' for 300B tokens
+CHRONICLE_FLOPS = 4.30e23    # facebookresearch/metaseq:projects/OPT/chronicles/final_update.md: '~4.30E+23 FLOPs' for 300B tokens
 CHRONICLE_WPS = 1.02e5       # chronicles image run12_upgrade_shift.jpeg, wps after the Megatron 2.6 upgrade
 
 
