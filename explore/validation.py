@@ -122,6 +122,29 @@ GROUP_ASSUMPTIONS = {
                 "microbatch's backward update_hp_grads adds each bf16 gradient into its fp32 copy "
                 "(hp_grad.add_(lp.grad.to(fp32)), deepspeed/runtime/bf16_optimizer.py, pipe/engine.py), "
                 "grad_accumulation hook (the cast's fp32 temporary, 8 B per parameter more, is not charged)"),
+    "opt22": ("OPT-175B (Zhang et al. 2022 Sec. 2.2-2.4; facebookresearch/metaseq commit f2cd36798793, "
+              "metaseq/launcher/opt_baselines.py and opt_job_constants.py, the 175b entry): tp 8 (Megatron-LM "
+              "tensor parallelism), pp 1, fairscale FullyShardedDataParallel over the 124 data-parallel ranks, "
+              "8 sequences per rank, one microbatch per step (--update-freq 1), 992 sequences of 2048; "
+              "FSDP resharding after the forward (zero 3; the public baseline launcher passes "
+              "--no-reshard-after-forward, but the fairscale branch facebookresearch/metaseq:docs/setup.md pins, "
+              "prefetch_fsdp_params_simple = facebookresearch/fairscale commit 882004933313 of 2021-11-19 by "
+              "an OPT author, changes FSDP only under reshard_after_forward, and the next commit on its line, "
+              "67407052c197, says 'for 175b model'); one flat parameter per layer (flatten_parameters: "
+              "zero3_calls_per_layer 1), gathered in the forward and once in the backward, the recompute "
+              "reusing it (zero3_gather_passes 2); each layer's backward gather issued from the later layer's "
+              "post-backward hook, after its gradient computation (fairscale 882004933313 "
+              "fully_sharded_data_parallel.py _post_backward_hook -> _rebuild_full_params of the previous "
+              "module: backward_prefetch post); the root unit (embedding, tied head) gathered first after "
+              "the all-gather stream waits for the compute stream (_wait_for_previous_optim_step) and its "
+              "gradient reduced last before _wait_for_post_backward (fsdp_root_unit true); each layer's "
+              "reduce-scatter, larger than bucket_cap_mb 25, issued on the post_backward stream unbucketed; "
+              "--memory-efficient-fp16: fp16 weights, fp16 gradient reduce-scatter (fp32_reduce_scatter off, "
+              "metaseq/dataclass/configs.py), fp32 Adam moments; full recompute (--checkpoint-activations); no "
+              "sequence parallelism (Megatron-LM 2.4/2.6 era), unfused softmax, no flash attention; ReLU MLP, "
+              "learned positions, tied embeddings, GPT-2 BPE vocab 50272. Not in the sources read: the network, "
+              "assumed Azure NDm A100 v4 (metaseq's ComputeEnvs.AZURE): HGX A100 80 GB with NVLink3/NVSwitch, "
+              "8 x HDR 200 Gb/s InfiniBand per VM (one NIC per GPU), non-blocking fat tree"),
 }
 GROUP_ASSUMPTIONS[fsdp.GROUP] = fsdp.ASSUMPTIONS
 
@@ -142,13 +165,22 @@ DEEPSPEED_2021_ZERO3 = {"zero3_calls_per_layer": 4.0, "zero3_gather_passes": 3.0
 tests/validation/test_published_runs.py enumerates them from the layer's parameter shapes)."""
 
 
+FAIRSCALE_2021_FSDP = {"zero3_calls_per_layer": 1.0, "zero3_gather_passes": 2.0, "backward_prefetch": "post",
+                       "fsdp_root_unit": True}
+"""fairscale FSDP as metaseq pinned it for OPT (branch prefetch_fsdp_params_simple, facebookresearch/fairscale
+commit 8820049331331c773077c257667aa81baf4cc9f9): one flat parameter per wrapped layer, resharded after the
+forward and gathered again for the backward (the recompute reuses it), each backward gather issued from the
+later layer's post-backward hook, the root unit's gather and reduce-scatter at the step's ends
+(GROUP_ASSUMPTIONS["opt22"])."""
+
+
 def group_of(run_id: str) -> str:
     return run_id.split("_")[0] if not run_id.startswith("mcore") else "mcore"
 
 
-COMM_GROUPS = ("megascale24", "mtnlg22", "bloom22", "zero3n21", "megatron21t2", fsdp.GROUP)
+COMM_GROUPS = ("megascale24", "mtnlg22", "bloom22", "zero3n21", "megatron21t2", fsdp.GROUP, "opt22")
 """Communication-bound groups added by issue 10 (tests/validation/comm_runs.csv)."""
-HELD_OUT_GROUPS = ("mtnlg22", "zero3n21", fsdp.GROUP)
+HELD_OUT_GROUPS = ("mtnlg22", "zero3n21", fsdp.GROUP, "opt22")
 """Never fitted on: MT-NLG ran Megatron-DeepSpeed's pipeline engine, ~30 % slower per sequence than
 Megatron-LM on the same model, plan and GPUs (Narayanan et al. 2021 Table 1, 529.6B on 2,240 A100),
 a framework efficiency the model does not describe; it is reported out of sample only.
@@ -161,7 +193,9 @@ The PyTorch FSDP runs (llm-foundry MPT, explore/validation_fsdp.py) are issue 10
 communication-bound group, kept out of sample: fitted in (session 6), they move gemm_efficiency
 0.843 -> 0.826 and hbm_efficiency 0.633 -> 0.530 and break the calibration bounds (6.0 % MAPE,
 16.2 % worst), because on their runs without activation checkpointing (1B-7B) the model is 11-19 % too fast
-at every GPU count, including the same README's single-node rows where the network plays no part."""
+at every GPU count, including the same README's single-node rows where the network plays no part.
+OPT-175B (Zhang et al. 2022, metaseq on fairscale FSDP with tensor parallelism 8, 992 A100) is held
+out as a check of the shipped constants on a published run outside the fitted set (issue 10)."""
 
 
 def calibration_cases(cases):
@@ -229,6 +263,15 @@ def build_scenario(row: dict) -> dict:
             par["grad_accumulation"] = "hook"   # DeepSpeed's bf16 optimizer: update_hp_grads per microbatch
         training = {"global_batch": gb, "precision": precision, "flash_attention": False}
         system = {**a100, "scale_out": so}
+    elif g == "opt22":   # GROUP_ASSUMPTIONS["opt22"]
+        model = {"layers": L, "hidden": h, "heads": int(row["attn_heads"]), "ffn_hidden": int(row["ffn_hidden"]),
+                 "vocab": int(row["vocab"]), "seq_len": int(row["seq_len"]), "tied_embeddings": True}
+        par = {"tp": tp, "pp": pp, "dp": dp, "microbatch": int(row["microbatch"]), "virtual_stages": 1, "zero": 3,
+               "recompute": "full", "sequence_parallel": False, "overlap_grad_reduce": True,
+               "overlap_param_gather": True, "grad_reduce_bytes": 2, **FAIRSCALE_2021_FSDP}
+        training = {"global_batch": gb, "precision": "fp16", "flash_attention": False}
+        system = {"accelerator": "a100-sxm-80gb", "devices": n, "scale_up": {"size": 8, "link": "nvlink3"},
+                  "scale_out": {"topology": "fat-tree", "link": "ib-hdr-200", "nics_per_device": 1.0}}
     elif g == "zero3n21":
         model = {"preset": PRESET_BY_SHAPE[(L, h)], "vocab": int(row["vocab"])}
         par = {"tp": 1, "pp": 1, "dp": dp, "microbatch": int(row["microbatch"]), "virtual_stages": 1, "zero": 3,

@@ -117,12 +117,13 @@ def test_backward_prefetch_bad_value_names_field_value_and_allowed():
 def test_root_unit_adds_its_exposed_ends_only_where_set():
     """parallelism.fsdp_root_unit (default false) adds the root unit's exposed gather and
     reduce-scatter: turned off, the 1B run at 512 GPUs is faster and exposes less; the field keeps
-    its default in every other group (they are unchanged: tests/validation/test_published_runs.py)."""
+    its default in every group that did not run FSDP (they are unchanged:
+    tests/validation/test_published_runs.py); OPT-175B (opt22, fairscale FSDP) sets it too."""
     sc = copy.deepcopy(dict((c[0], c[1]) for c in CASES)[f"{F.GROUP}_h100_1b_512"])
     on = explore.evaluate(sc, keep_invalid=True)
     sc["parallelism"]["fsdp_root_unit"] = False
     off = explore.evaluate(sc, keep_invalid=True)
     gain = float(on["step_time_s"][0] - off["step_time_s"][0])
     assert 0.004 <= gain <= 0.010, gain
-    others = [c for c in V.load_cases() if V.group_of(c[0]) != F.GROUP]
+    others = [c for c in V.load_cases() if V.group_of(c[0]) not in (F.GROUP, "opt22")]
     assert not any(c[1]["parallelism"].get("fsdp_root_unit", False) for c in others)
