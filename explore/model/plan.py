@@ -171,8 +171,11 @@ def rule_codes(m: ModelSpec, plan: ParallelPlan, devices, fp_ok):
         (indivisible(m.ffn_hidden, plan.tp), "parallelism.tp must divide model.ffn_hidden"),
         (indivisible(plan.global_batch, plan.dp * plan.microbatch),
          "training.global_batch must be divisible by dp*microbatch"),
-        (plan.pp * plan.virtual_stages > m.layers,
-         "parallelism: pp*virtual_stages must not exceed model.layers"),
+        # a model chunk may hold only the embedding and one only the output layer and loss
+        # (Llama 3 405B: 126 layers in 16 x 8 chunks, Dubey et al. 2024 Sec. 3.3.2)
+        (plan.pp * plan.virtual_stages > m.layers + 2,
+         "parallelism: pp*virtual_stages must not exceed model.layers + 2 (one embedding-only and one "
+         "output-only chunk)"),
         ((plan.virtual_stages > 1) & (plan.pp == 1),
          "parallelism.virtual_stages > 1 needs pp > 1"),
         ((plan.virtual_stages > 1) & indivisible(plan.microbatches, plan.pp),
