@@ -24,6 +24,7 @@ import numpy as np
 
 from explore.model import calibration as cal
 from explore import validation_fsdp as fsdp
+from explore.validation_assumptions import GROUP_ASSUMPTIONS as GROUP_ASSUMPTIONS_TEXT
 
 REPO = Path(__file__).resolve().parent.parent
 CSV_PATH = REPO / "tests" / "validation" / "published_runs.csv"
@@ -40,113 +41,7 @@ PRESET_BY_SHAPE = {  # (layers, hidden) -> preset id
     (128, 25600): "megatron-1t", (48, 6144): "megatron-22b", (96, 12288): "gpt3-175b",
 }
 
-GROUP_ASSUMPTIONS = {
-    "megatron21": ("Narayanan et al. 2021 Table 1 gives neither microbatch nor interleaving: both from the "
-                   "paper's run script (NVIDIA/Megatron-LM examples/sc21/run_table_1.sh, commit de7dc40f883c), "
-                   "as is the data-parallel implementation (--DDP-impl torch up to 18.4B: gradients accumulated "
-                   "by autograd, grad_accumulation autograd; local from 39.1B: Megatron's hook adds each "
-                   "microbatch's gradient into main_grad, grad_accumulation hook; megatron/model/distributed.py, "
-                   "same commit; the fused accumulation came in 2022, commit 83b1e42f); Megatron-LM of 2021: fp16, "
-                   "full recompute, no sequence parallelism, unfused softmax, no distributed optimizer, "
-                   "data-parallel all-reduce of fp16 gradients (Megatron-LM's default without "
-                   "--accumulate-allreduce-grads-in-fp32) after the backward pass (not overlapped)"),
-    "megatron21t2": ("Narayanan et al. 2021 Table 2, PTD parallelism rows (the comparison with ZeRO-3): "
-                     "microbatch 1 from the table; model-parallel size 96 / 280 read as tp 8 x pp 12 / 35 "
-                     "(tp 8 inside a DGX node, as in Table 1); no interleaving (not stated, no run script); "
-                     "everything else as megatron21 (fp16, full recompute, unfused softmax, fp16 gradient "
-                     "all-reduce after the backward pass, Megatron-LM 2021's default --DDP-impl local: "
-                     "grad_accumulation hook)"),
-    "korthikanti22": ("Korthikanti et al. 2022 Table 5: configs as in the CSV (interleaving from "
-                      "Calculon's configs); unfused softmax, no distributed optimizer, dp = 1, fp16 gradients"),
-    "mcore": ("Megatron-Core H100 weak scaling: microbatch, recompute and interleaving not published: "
-              "assumed microbatch 1, no recompute, flash attention, sequence parallelism, distributed "
-              "optimizer with overlapped gradient reduce and parameter gather, TP communication "
-              "overlap (--tp-comm-overlap), plain 1F1B (no interleaving, Megatron's default); "
-              "DGX H100 (8x NDR 400 per node)"),
-    "megascale24": ("MegaScale (Jiang et al. 2024) Table 2, Megatron-LM baseline rows: GPU memory, precision, "
-                    "microbatch, recompute and the Megatron-LM flags are not published: assumed A100 80 GB, "
-                    "bf16 (fp32 gradient all-reduce, Megatron-LM's rule for bf16), microbatch 1, sequence "
-                    "parallelism with selective recompute (the Korthikanti et al. 2022 setting for 175B), "
-                    "unfused softmax, no distributed optimizer and no overlap flags (all opt-in in "
-                    "Megatron-LM); interleaving 6 (Sec. 6.1); network as Sec. 3.6: 8 x 200 Gb/s NICs per "
-                    "server, 1:1 CLOS"),
-    "mtnlg22": ("MT-NLG 530B (Smith et al. 2022 Sec. 2.4) on Selene DGX A100 (8 x HDR 200 per node, full fat "
-                "tree): microbatch, interleaving and the DP sharding are not published: assumed microbatch 1, "
-                "no interleaving (DeepSpeed pipeline engine), ZeRO-1, fp16 with fp16 gradient reduction, full "
-                "recompute (implied by the published TFLOP/s), no sequence parallelism, unfused softmax, no "
-                "overlap; vocab 50257 padded to 51200 (Megatron's rule). DeepSpeed's pipeline engine as its "
-                "2021 code runs it (microsoft/DeepSpeed v0.5.4 = commit bc7778ea5b6, deepspeed/runtime/pipe/"
-                "engine.py, p2p.py, schedule.py): one blocking send or receive per tensor, one after another "
-                "in TrainSchedule order (pp_p2p serial); the activation and its gradient scattered over the "
-                "tensor group after their partition metadata (pp_scatter_grads true: Megatron-DeepSpeed's "
-                "GPTModelPipe passes one tensor between stages, which the engine's partitioned path handles "
-                "only from PR #1407 of 2021-09-29, co-authored by MT-NLG's authors, the same change that "
-                "scatters the gradients); gradients accumulated across microbatches by an element-wise add "
-                "per parameter and microbatch after the first (grad_accumulation autograd: the engine's backward is "
-                "torch.autograd.backward, whose AccumulateGrad adds each microbatch's 16-bit weight gradient "
-                "into param.grad; ZeRO-1, deepspeed/runtime/zero/stage2.py with partition_gradients off and "
-                "overlap_comm off, registers no gradient hooks and reads param.grad once, at the boundary, "
-                "in reduce_gradients)"),
-    "zero3n21": ("Narayanan et al. 2021 Table 2, ZeRO-3 without model parallelism (DeepSpeed) on Selene DGX A100 "
-                 "(8 x HDR 200 per node, fat tree): plan as the table (tp 1, pp 1, dp = GPUs, the table's "
-                 "microbatch and batch: one microbatch per GPU per step); DeepSpeed settings not published: "
-                 "assumed fp16 with fp16 gradient reduce-scatter, full recompute (the paper's Eq. 3 FLOP count, "
-                 "as Table 1), unfused softmax, no sequence parallelism, gradient reduction under the backward "
-                 "pass (overlap_comm, DeepSpeed's stage-3 default). DeepSpeed 2021 stage 3 as its code runs it "
-                 "(microsoft/DeepSpeed v0.3.13-v0.5.9, e.g. v0.3.14 = commit 0cd9abf2041, "
-                 "deepspeed/runtime/zero/stage3.py and partition_parameters.py): one all-gather per weight "
-                 "matrix (zero3_calls_per_layer 4: QKV, projection, two MLP weights; biases and norms are below "
-                 "stage3_param_persistence_threshold 1e5 and stay whole), each preceded by "
-                 "torch.cuda.synchronize() and each sub-module fetch ending in one (gathers on the critical "
-                 "path: overlap_param_gather off); every forward releases its weights, so the recompute "
-                 "gathers again (zero3_gather_passes 3; from v0.3.14 no trace keeps them); torch.distributed's "
-                 "list-form all_gather / reduce_scatter (list_collectives: one copy per rank and call, "
-                 "pytorch/pytorch torch/lib/c10d/ProcessGroupNCCL.cpp), each list built in Python by a "
-                 "narrow() per rank for a gather and a view() and narrow() per rank for a reduce-scatter "
-                 "(list_gather_host_calls 1, list_reduce_host_calls 2); the 8 small parameters per layer "
-                 "re-gathered after each optimizer step by a copy per rank from Python (_post_step -> "
-                 "_allgather_params; zero3_replicated_params_per_layer 8, with narrow, view, narrow and copy_ "
-                 "per rank: zero3_replicated_host_calls 4); the gradient reduce-scatter per weight matrix "
-                 "(contiguous_gradients on, as DeepSpeedExamples' Megatron ZeRO-3 config; the stage-3 default "
-                 "all-reduces: benchmarks/zero3_bounds.py), each weight's issued from the next weight's gradient "
-                 "hook (every weight exceeds reduce_bucket_size) and waited for by the next gather's "
-                 "torch.cuda.synchronize(), after the gather buffer is zero-filled by torch.zeros "
-                 "(zero3_fetch_sync; the last reduce-scatter issued in the backward's epilogue); memory as DeepSpeed's runtime (ZeRO-3 gathers per "
-                 "submodule: explore/model/runtime_memory.py)"),
-    "bloom22": ("BLOOM 176B (bigscience tr11-176B-ml README, iteration 85376): plan as logged (tp 4, pp 12, "
-                "dp 8, microbatch 2, ZeRO-1, bf16 with fp32 gradient reduction, full recompute); assumed "
-                "NVSwitch-class NVLink3 inside the 8-GPU node (the README says 'NVLink 4 inter-gpu connects'), "
-                "4 x 100 Gb/s Omni-Path per node (0.5 NIC of 100 Gb/s per GPU), unfused softmax, no "
-                "sequence parallelism, no overlap; DeepSpeed's bf16 optimizer on the pipeline engine (the "
-                "README's deepspeed@olruwase/bf16-updates, commit 5ea1c60f8, merged as PR #1801): after every "
-                "microbatch's backward update_hp_grads adds each bf16 gradient into its fp32 copy "
-                "(hp_grad.add_(lp.grad.to(fp32)), deepspeed/runtime/bf16_optimizer.py, pipe/engine.py), "
-                "grad_accumulation hook (the cast's fp32 temporary, 8 B per parameter more, is not charged)"),
-    "opt22": ("OPT-175B (Zhang et al. 2022 Sec. 2.2-2.4; facebookresearch/metaseq commit f2cd36798793, "
-              "metaseq/launcher/opt_baselines.py and opt_job_constants.py, the 175b entry): tp 8 (Megatron-LM "
-              "tensor parallelism), pp 1, fairscale FullyShardedDataParallel over the 124 data-parallel ranks, "
-              "8 sequences per rank, one microbatch per step (--update-freq 1), 992 sequences of 2048; "
-              "FSDP resharding after the forward (zero 3; the public baseline launcher passes "
-              "--no-reshard-after-forward, but the fairscale branch facebookresearch/metaseq:docs/setup.md pins, "
-              "prefetch_fsdp_params_simple = facebookresearch/fairscale commit 882004933313 of 2021-11-19 by "
-              "an OPT author, changes FSDP only under reshard_after_forward, and the next commit on its line, "
-              "67407052c197, says 'for 175b model'); one flat parameter per layer (flatten_parameters: "
-              "zero3_calls_per_layer 1), gathered in the forward and once in the backward, the recompute "
-              "reusing it (zero3_gather_passes 2); each layer's backward gather issued from the later layer's "
-              "post-backward hook, after its gradient computation (fairscale 882004933313 "
-              "fully_sharded_data_parallel.py _post_backward_hook -> _rebuild_full_params of the previous "
-              "module: backward_prefetch post); the root unit (embedding, tied head) gathered first after "
-              "the all-gather stream waits for the compute stream (_wait_for_previous_optim_step) and its "
-              "gradient reduced last before _wait_for_post_backward (fsdp_root_unit true); each layer's "
-              "reduce-scatter, larger than bucket_cap_mb 25, issued on the post_backward stream unbucketed; "
-              "--memory-efficient-fp16: fp16 weights, fp16 gradient reduce-scatter (fp32_reduce_scatter off, "
-              "metaseq/dataclass/configs.py), fp32 Adam moments; full recompute (--checkpoint-activations); no "
-              "sequence parallelism (Megatron-LM 2.4/2.6 era), unfused softmax, no flash attention; ReLU MLP, "
-              "learned positions, tied embeddings, GPT-2 BPE vocab 50272. Not in the sources read: the network, "
-              "assumed Azure NDm A100 v4 (metaseq's ComputeEnvs.AZURE): HGX A100 80 GB with NVLink3/NVSwitch, "
-              "8 x HDR 200 Gb/s InfiniBand per VM (one NIC per GPU), non-blocking fat tree"),
-}
-GROUP_ASSUMPTIONS[fsdp.GROUP] = fsdp.ASSUMPTIONS
+GROUP_ASSUMPTIONS = {**GROUP_ASSUMPTIONS_TEXT, fsdp.GROUP: fsdp.ASSUMPTIONS}
 
 
 MEGATRON21_TORCH_DDP = ("megatron21_t1_1.7B", "megatron21_t1_3.6B", "megatron21_t1_7.5B", "megatron21_t1_18.4B")

@@ -1,5 +1,5 @@
 """OPT-175B (Zhang et al. 2022; facebookresearch/metaseq), the held-out group ``opt22``
-(tests/validation/comm_runs.csv, explore.validation GROUP_ASSUMPTIONS["opt22"]).
+(tests/validation/comm_runs.csv, explore.validation_assumptions GROUP_ASSUMPTIONS["opt22"]).
 
 The target is derived from the paper's 147 TFLOP/s per GPU on 992 A100; the checks below tie it to
 figures published apart from it (metaseq's chronicles), and bound the model's out-of-sample error at
