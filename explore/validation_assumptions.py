@@ -89,7 +89,7 @@ GROUP_ASSUMPTIONS = {
               "tensor parallelism), pp 1, fairscale FullyShardedDataParallel over the 124 data-parallel ranks, "
               "8 sequences per rank, one microbatch per step (--update-freq 1), 992 sequences of 2048; "
               "FSDP resharding after the forward (zero 3; the public baseline launcher passes "
-              "--no-reshard-after-forward, but the fairscale branch facebookresearch/metaseq:docs/setup.md pins, "
+              "--no-reshard-after-forward, but the fairscale branch pinned by the setup guide of facebookresearch/metaseq (its docs folder, setup page, commit f2cd36798793), "
               "prefetch_fsdp_params_simple = facebookresearch/fairscale commit 882004933313 of 2021-11-19 by "
               "an OPT author, changes FSDP only under reshard_after_forward, and the next commit on its line, "
               "67407052c197, says 'for 175b model'); one flat parameter per layer (flatten_parameters: "

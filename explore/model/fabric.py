@@ -211,7 +211,7 @@ class Fabric:
     def _best(self, t, method, *args):
         """``t`` or, for the designs a split of the domain applies to, the faster of it and the
         split's (``self.subs``: only those designs' rows are evaluated)."""
-        for idx, n, sub in (self.subs if self.split_domains else ()):
+        for idx, n, sub in self.subs:   # empty without split_domains
             if idx is None:
                 t = np.minimum(t, getattr(sub, method)(*args))
                 continue
