@@ -459,7 +459,7 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
         "busy_time_s": busy,
         "time_s_compute": mb * (compute_stage + t_metric),
         # issue 11: exposed MoE all-to-all and ring-attention exchange, split out of the layer comm
-        "time_s_tp_comm": mb * (t_stage - compute_stage) * (1.0 - _share(moe_layer + cp_layer, layer_comm)),
+        "time_s_tp_comm": mb * (t_stage - compute_stage) * np.maximum(1.0 - _share(moe_layer + cp_layer, layer_comm), 0.0),
         "time_s_moe_comm": mb * (t_stage - compute_stage) * _share(moe_layer, layer_comm),
         "time_s_cp_comm": mb * (t_stage - compute_stage) * _share(cp_layer, layer_comm),
         "time_s_pp_bubble": bubble,

@@ -257,3 +257,20 @@ def test_value_naming_reasons_with_default_masking():
     r = ds["reason"].values
     assert "'fp4'" in r[1] and "peak_flops_fp4 = 0" in r[1]
     assert np.isnan(ds["step_time_s"].values[1]) and not ds["valid"].values[1]
+
+
+def test_every_time_breakdown_term_is_non_negative_on_the_frontier_runs():
+    """Exposed time is never negative: on every published frontier scenario each ``time_s_*``
+    term is >= 0 (the MoE-overlap run's TP share, 1 - moe/layer comm, came out at -6e-16 when the
+    all-to-all was the whole layer communication), and together they cover the step."""
+    from pathlib import Path
+    folder = Path(__file__).resolve().parents[1] / "validation" / "frontier_scenarios"
+    paths = sorted(folder.glob("*.toml"))
+    assert len(paths) >= 18
+    for path in paths:
+        ds = explore.evaluate(explore.load_scenario(str(path)), keep_invalid=True)
+        terms = {k: float(ds[k].values.ravel()[0]) for k in ds.data_vars if k.startswith("time_s_")}
+        assert len(terms) >= 9, path.name
+        bad = {k: v for k, v in terms.items() if not v >= 0.0}
+        assert not bad, (path.name, bad)
+        assert sum(terms.values()) >= 0.99 * float(ds["step_time_s"].values.ravel()[0]), path.name
