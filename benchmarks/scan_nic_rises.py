@@ -1,5 +1,5 @@
 """Scan random oversubscribed fat-tree designs at 0.5 NIC per device for steps that twice the NICs
-lengthen (issue 10; README "Monotone in every network resource").
+lengthen (issue 10; docs/validation.md "Where the model is still wrong": "Monotone in every network resource").
 
 Designs are drawn by the network property tests' strategy (tests/explore/network_designs.net_rows),
 then set to a fat-tree at 0.5 NIC per device and 2:1 or 4:1 oversubscription; each is evaluated at

@@ -81,8 +81,8 @@ Megatron-LM on the same model, plan and GPUs (Narayanan et al. 2021 Table 1, 529
 a framework efficiency the model does not describe; it is reported out of sample only.
 On DeepSpeed ZeRO-3 without model parallelism (Narayanan et al. 2021 Table 2) the model is 12-41 %
 too fast even with DeepSpeed 2021's code paths described (DEEPSPEED_2021_ZERO3): its 530B step stops
-falling beyond 1,120 GPUs, the model's does not at the cited per-rank copy time (README "Where the
-model is still wrong", benchmarks/zero3_bounds.py); fitted in, it breaks the calibration bounds, so
+falling beyond 1,120 GPUs, the model's does not at the cited per-rank copy time (docs/validation.md "Where
+the model is still wrong", benchmarks/zero3_bounds.py); fitted in, it breaks the calibration bounds, so
 it is reported out of sample only.
 The PyTorch FSDP runs (llm-foundry MPT, explore/validation_fsdp.py) are issue 10's new
 communication-bound group, kept out of sample: fitted in (session 6), they move gemm_efficiency

@@ -4,7 +4,7 @@ Each constant is physically meaningful, shared by every design (never one per
 run), and fitted by ``python -m explore.validation --fit`` on the published runs in
 ``tests/validation/published_runs.csv``. The
 fitted values, the fit's method and the error each leaves are recorded here
-and in README.md; ``tests/validation/test_published_runs.py`` asserts the
+and in README.md (current figures; detail in docs/validation.md); ``tests/validation/test_published_runs.py`` asserts the
 error bounds per run.
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 # gemm 0.8331 -> 0.8333, hbm 0.6649 -> 0.6697; MAPE 3.47 % / max 10.98 % before it); refitted with Narayanan 2021 Table 2's six PTD-P runs added (issue 10; before: 36
 # runs, MAPE 3.82 %, gemm 0.8332; earlier, before the collective protocol choice: MAPE 3.85 %,
 # gemm 0.8321, hbm 0.6446). Per-run errors in
-# tests/validation/last_report.txt, full_report.txt and README.md.
+# tests/validation/last_report.txt, full_report.txt, README.md and docs/validation.md.
 # The two link efficiencies are measured bus bandwidths (not fitted on training runs).
 # flash_attention_efficiency sits at the lower end of its cited range (0.3): the small
 # Megatron-Core H100 runs are slower than the model, which it absorbs as far as it may;

@@ -56,7 +56,7 @@ submodule's parameters, not a transformer layer's: two copies of the largest sub
 weights (the one computing and the next, prefetched, where ``stage3_max_live_parameters`` = 1e9
 allows it; for matrices above that alone, as 530B's, the upper reading: the flat output
 ``torch.distributed.all_gather`` with a tensor list fills before it copies the chunks into the
-parameter, README "Where the model is still wrong", DeepSpeed PR 1188), and in the backward that
+parameter, docs/validation.md "Where the model is still wrong", DeepSpeed PR 1188), and in the backward that
 submodule's 16-bit gradient plus one reduce bucket (``reduce_bucket_size`` = 5e8 elements). The largest submodule is
 the fused QKV projection ``h (a + 2 g) d_h`` or the MLP input projection ``k h f`` (gate and up
 fused, Megatron's ``dense_h_to_4h``): 1.68e9 parameters (3.4 GB in fp16) for the 530B GPT of

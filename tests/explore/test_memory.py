@@ -268,7 +268,7 @@ def test_torch_gradients_at_the_peak_match_a_schedule_step_through(p, v, m):
     torchtitan), the peak of stored activations + gradients over the ranks equals a step-through of
     torch's schedules: with interleaving and one backward round (m = p, torchtitan's default) only
     the rank's last chunk has gradients when the activations peak; with 1F1B, or two rounds or more,
-    all of them (README: the interleaved row of torchtitan's Table 5)."""
+    all of them (docs/validation.md "Memory validated": the interleaved row of torchtitan's Table 5)."""
     from explore.model import runtime_memory as rt
     layers_rank, act_layer, grad_layer = 6 * v, 1.0, 5.0
     f = np.float64

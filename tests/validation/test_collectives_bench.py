@@ -18,8 +18,8 @@ No row's job set NCCL_HOSTID, so every row runs at NCCL's own node count, one no
 NVL72 rack, without the model's split-domain trees (``Fabric(..., split_domains=False)``,
 ``test_bench_rows_run_nccl_own_node_count``).
 
-Rule for the 15 % assertion (stated once; README "Collective model against the published
-nccl-tests figures" gives every error): 69 of the 86 points are within 15 %, 37 of the 50 from
+Rule for the 15 % assertion (stated once; docs/validation.md "Collective model against the
+published nccl-tests figures" gives every error): 69 of the 86 points are within 15 %, 37 of the 50 from
 1 MiB to 1 GiB, 13 of the 18 of those at 64 GPUs or more (``test_counts_within_15_percent``). The
 others, each asserted in direction and bound (a regression guard in either direction):
 

@@ -43,8 +43,9 @@ def test_model_counts_the_chronicles_flops():
 
 
 def test_opt175b_is_held_out_valid_and_its_error_bounded():
-    """Out of sample (no refit): 19.48 s against 19.98 s, -2.5 % (README "held-out groups"). Bound at
-    today's error; the run must fit its 80 GB GPUs as published."""
+    """Out of sample (no refit): 19.48 s against 19.98 s, -2.5 % (docs/validation.md "Held-out
+    group: OPT-175B (`opt22`)"). Bound at today's error; the run must fit its 80 GB GPUs as
+    published."""
     assert "opt22" in V.HELD_OUT_GROUPS and "opt22" in V.COMM_GROUPS
     _, sc, _, _ = _case()
     ds = evaluate(sc)

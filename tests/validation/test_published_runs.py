@@ -102,8 +102,8 @@ def test_zero3_group_is_held_out_with_its_error_bounded():
     1.0 us per copy, 2.0 us per Python tensor call), each gather buffer zero-filled after a device
     sync and each gradient reduce-scatter hidden under one weight's backward only (zero3_fetch_sync),
     list copies bound by HBM as well: still too fast on every run, by 12-21 % where the
-    published runs are compute-bound (384 / 640 GPUs) and by 25-41 % beyond (README "Where the model
-    is still wrong"). Honest bound on today's out-of-sample error (MAPE 25.4 %, max 41.2 %; 26.9 / 42.4 %
+    published runs are compute-bound (384 / 640 GPUs) and by 25-41 % beyond (docs/validation.md "Where the
+    model is still wrong"). Honest bound on today's out-of-sample error (MAPE 25.4 %, max 41.2 %; 26.9 / 42.4 %
     before zero3_fetch_sync): not a pass mark, a guard against getting worse."""
     assert "zero3n21" in V.HELD_OUT_GROUPS
     assert len(ZERO3) == 6
