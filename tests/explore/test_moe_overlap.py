@@ -78,8 +78,8 @@ def test_warmup_and_cooldown_chunks_run_alone():
 
 def test_qwen3_overlap_ratio_out_of_sample():
     """Published 19.7 s -> 17.6 s (ratio 0.893) from the 1F1B A2A overlap alone
-    (yanring/Megatron-MoE-ModelZoo best_practice/qwen3/readme.md). The model's code-level schedule
-    hides more than the run did (its ratio is lower); the bound below states the remaining gap
+    (yanring/Megatron-MoE-ModelZoo at e8650517d6, folder best_practice/qwen3, its readme). The
+    model's code-level schedule hides more than the run did (its ratio is lower); the bound below states the remaining gap
     so that it can only be tightened: the model's ratio lies within 0.72 x and 1.0 x the published."""
     t = {}
     for name in ("mcoremoe_h100_qwen3_235b_bf16_256", "mcoremoe_h100_qwen3_235b_bf16_256_a2aoverlap"):
