@@ -138,7 +138,9 @@ SCHEMA: dict[str, dict[str, Field]] = {
                                 doc="alltoall: one copy per selected expert; deepep: one copy per remote "
                                     "scale-up domain, forwarded inside it (DeepEP / HybridEP)"),
         "overlap_moe_comm": Field("bool", False,
-                                  doc="overlap MoE all-to-all with another microbatch's compute (EP A2A overlap)"),
+                                  doc="overlap MoE all-to-all with another microbatch's compute (EP A2A overlap): "
+                                      "Megatron-Core's combined 1F1B, steady-state forward/backward "
+                                      "layer pairs only (explore/model/moe_overlap.py)"),
         "microbatch": Field("int", 1, lo=1),
         "virtual_stages": Field("int", 1, lo=1, doc="interleaved 1F1B model chunks per pipeline rank"),
         "zero": Field("int", 1, lo=0, hi=3),

@@ -32,14 +32,10 @@ from hwmodels.select import where
 COMM_SM_SHARE = 20.0 / 132.0
 """Share of the accelerator's SMs that all-to-all kernels occupy while they overlap compute:
 DeepSeek-V3 (arXiv:2412.19437) Sec. 3.2.2 runs dispatch and combine on 20 of the H800's 132 SMs.
-Overlapped all-to-all time slows the compute it hides behind by this share."""
-
-
-def overlapped_exposed(a2a_s, window_s, overlap):
-    """Exposed all-to-all time: all of it without overlap; with overlap, the part the compute
-    window does not hide plus COMM_SM_SHARE of the hidden part (compute on fewer SMs)."""
-    hidden = np.minimum(a2a_s, window_s)
-    return where(overlap, a2a_s - hidden + COMM_SM_SHARE * hidden, a2a_s)
+Megatron-Core's flex dispatcher runs DeepEP's normal kernels on 20 SMs as well (DeepEP
+deep_ep/buffers/legacy.py ``Buffer.num_sms = 20``; Megatron-LM token_dispatcher.py sets 20 when
+``moe_flex_dispatcher_num_sms`` is unset). Overlapped all-to-all time slows the compute it hides
+behind by this share (moe_overlap.py)."""
 
 
 def is_moe(m):

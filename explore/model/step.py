@@ -61,7 +61,7 @@ from explore.model.workload import (ModelSpec, activation_bytes_per_layer,
                               layer_gemm_flops_per_token, layer_params, logits_flops_per_token,
                               mlp_inner_width)
 from explore.model.fabric import Fabric  # noqa: F401  (re-exported: explore.model.step.Fabric)
-from explore.model import context as ctx, moe  # issue 11
+from explore.model import context as ctx, moe, moe_overlap  # issue 11
 from explore.model.precision import Recipe, cast_elements_per_token_layer  # issue 11
 from topologies.placement import group_span  # issue 11
 from explore.model.pipeline_p2p import ACT_BYTES, pipeline_p2p
@@ -171,8 +171,7 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
 
     # --- issue 11: MoE all-to-all (moe.py, topologies/alltoall.py) and ring attention (context.py)
     # dispatch + combine per MoE layer forward, their gradients backward; the ep group has stride etp.
-    # Exposed unless overlap_moe_comm, which hides it behind another microbatch's compute (at the
-    # cost of the SMs the communication kernels occupy, moe.COMM_SM_SHARE).
+    # Exposed unless overlap_moe_comm (below).
     tokens_rank = tokens_mb / t
     etp = plan.etp
     a2a_fwd = np.zeros_like(tokens_rank)
@@ -180,8 +179,20 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
         out_frac = moe.scale_out_copy_fraction(m, ep, group_span(etp, ep, fab.domain)[0], plan.deepep)
         both = moe.a2a_buffer_bytes(m, tokens_rank, recipe.dispatch_bytes + recipe.combine_bytes)
         a2a_fwd = moe.moe_layer_fraction(m) * where(ep > 1, fab.all_to_all(both, etp, ep, out_frac, 2.0), 0.0)
-    a2a_exp_fwd = moe.overlapped_exposed(a2a_fwd, fwd_compute, plan.overlap_moe_comm)
-    a2a_exp_bwd = moe.overlapped_exposed(a2a_fwd, bwd_compute, plan.overlap_moe_comm)
+    ov_tp = plan.overlap_tp_comm
+    fwd_base = where(ov_tp, overlap.hide(t_gemm, tp_collective, kappa) + other_fwd, fwd_compute + tp_collective)
+    bwd_base = where(ov_tp, overlap.hide(2.0 * t_gemm, tp_collective, kappa) + other_bwd,
+                     bwd_compute + tp_collective)
+    rc_full = plan.recompute == 2
+    rc_sel = plan.recompute == 1
+    rc_compute = where(rc_full, fwd_compute, where(rc_sel, t_attn + t_softmax, 0.0))
+    # overlap_moe_comm: Megatron-Core's combined 1F1B pairs one layer's forward with another
+    # microbatch's backward in the steady state (moe_overlap.py, cited there)
+    pair_fwd, pair_bwd = moe_overlap.exposed_per_layer(
+        m, plan, fwd_base, bwd_base + rc_compute, t_gemm, t_attn, t_softmax, t_mem, t_mem_bwd, rc_compute,
+        tp_collective, a2a_fwd, recipe.dispatch_bytes, recipe.combine_bytes)
+    a2a_exp_fwd = where(plan.overlap_moe_comm, pair_fwd, a2a_fwd)
+    a2a_exp_bwd = where(plan.overlap_moe_comm, pair_bwd, a2a_fwd)
     # ring attention: cp - 1 key/value blocks per layer (2x backward) to the next cp rank (stride tp),
     # overlapped with the attention blocks they feed
     ring_fwd = (where(cp > 1, (cp - 1) * fab.p2p(ctx.kv_chunk_bytes(m, b, cp, t, ACT_BYTES), t), 0.0)
@@ -192,14 +203,8 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     frontier_bwd = a2a_exp_bwd + ring_exp_bwd
     # --- end issue 11
 
-    ov_tp = plan.overlap_tp_comm
-    fwd_wall = where(ov_tp, overlap.hide(t_gemm, tp_collective, kappa) + other_fwd,
-                        fwd_compute + tp_collective) + frontier_fwd
-    bwd_wall = where(ov_tp, overlap.hide(2.0 * t_gemm, tp_collective, kappa) + other_bwd,
-                        bwd_compute + tp_collective) + frontier_bwd
-    rc_full = plan.recompute == 2
-    rc_sel = plan.recompute == 1
-    rc_compute = where(rc_full, fwd_compute, where(rc_sel, t_attn + t_softmax, 0.0))
+    fwd_wall = fwd_base + frontier_fwd
+    bwd_wall = bwd_base + frontier_bwd
     rc_wall = where(rc_full, fwd_wall, rc_compute)
 
     # --- output layer (last stage): logits GEMM, cross-entropy; embedding lookup is negligible
