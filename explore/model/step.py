@@ -383,10 +383,16 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     s_rs = where(ov_rs, t_rs, 0.0)
     s_ag = where(ov_ag, t_ag, 0.0)
     s_z3 = where(ov_ag, t_z3 - z3_post, 0.0)
-    streams = [(s_rs, before_rs), (s_ag, compute_wall - t_fwd_stage), (s_z3, np.zeros_like(compute_wall))]
+    streams = [(s_rs, before_rs), (s_z3, np.zeros_like(compute_wall))]
     bounds = [compute_wall + where(ov_rs, rs_last, 0.0),
               compute_wall + where(ov_ag & z3, mb * z3_layer, 0.0), compute_wall + fsdp_ends]
     wall, _ = overlap.nested(compute_wall, streams, kappa, bounds)
+    # the distributed optimizer's parameter gather follows the optimizer step, which waits for the
+    # gradient reduction, so it hides under the next step's first forward slot only: a window of its
+    # own at the other end of the step, and its exposure adds to the reduction's (Megatron-Core
+    # core_r0.8.0 optimizer/distrib_optimizer.py: dispatched in zero_grad at the start of train_step,
+    # each bucket waited on in the first forward's pre-hooks)
+    wall = wall + overlap.hide(t_fwd_stage, s_ag, kappa) - t_fwd_stage
     if np.any(plan.zero3_fetch_sync):
         # DeepSpeed 2021 stage 3 (zero3_fetch_sync): a weight's gradient reduce-scatter is issued from
         # the next weight's gradient hook and the gather after it synchronizes the device, so each call
