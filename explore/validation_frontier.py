@@ -90,16 +90,28 @@ RECIPE_FACTS = {  # published per-run configuration beyond the CSV columns: (fac
     "mcoremoe_h100_qwen3_235b_bf16_256_a2aoverlap": (dict(etp=1, moe_dispatcher="deepep", overlap_moe_comm=True),
                                                      "yanring/Megatron-MoE-ModelZoo:best_practice/qwen3 (its readme): DeepEP, "
                                                      "ETP 1, 1F1B EP A2A overlap"),
-    "mbridge2606_h100_llama31_405b_fp8_1024": (dict(grad_reduce_bytes=2),
+    "mbridge2606_h100_llama31_405b_fp8_1024": (dict(grad_reduce_bytes=2, param_gather_bytes=1.0),
                                                "NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/perf_recipes/_common.py "
                                                "(commit 4ab94dfad3) _benchmark_common and _perf_precision: "
-                                               "grad_reduce_in_fp32 = False (BF16 main gradients); "
+                                               "grad_reduce_in_fp32 = False (BF16 main gradients); _perf_precision('fp8_cs') "
+                                               "= src/megatron/bridge/training/mixed_precision.py "
+                                               "bf16_with_fp8_current_scaling_mixed: fp8_param_gather = True (1-byte "
+                                               "parameter gather); the recipe also enables "
+                                               "overlap_param_gather_with_optimizer_step (not modelled: the gather keeps "
+                                               "the first-forward window); "
                                                "perf_recipes/llama/h100/llama31.py "
                                                "llama31_405b_pretrain_1024gpu_h100_fp8cs_config: TP 8 PP 8 CP 2 VP 8, "
                                                "microbatch 1, GBS 1536"),
     **{rid: (dict(virtual_stages=8, grad_reduce_bytes=4), LLAMA3_PLAN) for rid in LLAMA3_ROWS},
     **{rid: (dict(grad_reduce_bytes=2, param_gather_bytes=1.0), NEMO_2502_FP8) for rid in NEMO_2502_ROWS},
     **{rid: (dict(grad_reduce_bytes=2, param_gather_bytes=1.0), NEMO_2504_FP8) for rid in NEMO_2504_ROWS},
+    "torchtitan_405b_fp8_512_interleaved": (dict(param_gather_bytes=1.0),
+                                            "pytorch/torchtitan train_configs/llama3_405b.toml at the benchmark's commit "
+                                            "9dec370ad2 (benchmarks/llama3_h100_202412_torchtitan.md, Versions and Dates): "
+                                            "[float8] enable_float8_linear, enable_fsdp_float8_all_gather and "
+                                            "precompute_float8_dynamic_scale_for_fsdp true (FSDP gathers Float8Linear "
+                                            "weights in 1 byte); the 70B and 8B configs there leave float8 off, so the "
+                                            "benchmark's flags for those rows are not in the code (left at 2 bytes)"),
     "deepseekv3_prod_h800_2048": (dict(moe_dispatcher="deepep", overlap_moe_comm=True),
                                   "DeepSeek-V3 (arXiv:2412.19437) Sec. 3.2: DualPipe overlaps the all-to-all with "
                                   "compute; tokens go once per node over IB, then NVLink (Sec. 3.2.2)"),
