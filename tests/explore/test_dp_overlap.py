@@ -28,3 +28,22 @@ def test_parameter_gather_hides_under_the_first_forward_only():
         microbatches = base["training"]["global_batch"] / (base["parallelism"]["dp"] * mb)
         saving = got[False][0] - got[True][0]
         assert 0.0 < saving <= got[True][1] / microbatches / 2.0 + 1e-12, (mb, saving)
+
+
+def test_param_gather_bytes_is_monotone_and_broadcasts():
+    """parallelism.param_gather_bytes (fp8_param_gather: 1, 16-bit weights: 2) sets the size of
+    every data-parallel parameter gather: the ZeRO-1 gather of the NeMo Mixtral 8x7B FP8 row and
+    the ZeRO-3 per-layer gathers of torchtitan 405B; a swept axis gives a non-decreasing step,
+    and the default 2 equals the scalar evaluation."""
+    import numpy as np
+    frontier = Path(__file__).resolve().parents[1] / "validation" / "frontier_scenarios"
+    for rid in ("nemo2502_b200_mixtral8x7b_fp8_64", "torchtitan_405b_fp8_512_interleaved"):
+        base = explore.load_scenario(str(frontier / f"{rid}.toml"))
+        sc = copy.deepcopy(base)
+        sc["parallelism"]["param_gather_bytes"] = [1.0, 1.5, 2.0, 4.0]
+        t = explore.evaluate(sc, keep_invalid=True)["step_time_s"].values.ravel()
+        assert t.shape == (4,) and np.all(np.diff(t) > 0), (rid, t)
+        two = copy.deepcopy(base)
+        two["parallelism"]["param_gather_bytes"] = 2.0
+        assert float(explore.evaluate(two, keep_invalid=True)["step_time_s"].values.ravel()[0]) == \
+            float(t[2])
