@@ -188,11 +188,14 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     rc_compute = where(rc_full, fwd_compute, where(rc_sel, t_attn + t_softmax, 0.0))
     # overlap_moe_comm: Megatron-Core's combined 1F1B pairs one layer's forward with another
     # microbatch's backward in the steady state (moe_overlap.py, cited there)
-    pair_fwd, pair_bwd = moe_overlap.exposed_per_layer(
-        m, plan, fwd_base, bwd_base + rc_compute, t_gemm, t_attn, t_softmax, t_mem, t_mem_bwd, rc_compute,
-        tp_collective, a2a_fwd, recipe.dispatch_bytes, recipe.combine_bytes)
-    a2a_exp_fwd = where(plan.overlap_moe_comm, pair_fwd, a2a_fwd)
-    a2a_exp_bwd = where(plan.overlap_moe_comm, pair_bwd, a2a_fwd)
+    # (evaluated only when some design asks for it, as the other frontier terms)
+    a2a_exp_fwd = a2a_exp_bwd = a2a_fwd
+    if np.any(plan.overlap_moe_comm):
+        pair_fwd, pair_bwd = moe_overlap.exposed_per_layer(
+            m, plan, fwd_base, bwd_base + rc_compute, t_gemm, t_attn, t_softmax, t_mem, t_mem_bwd, rc_compute,
+            tp_collective, a2a_fwd, recipe.dispatch_bytes, recipe.combine_bytes)
+        a2a_exp_fwd = where(plan.overlap_moe_comm, pair_fwd, a2a_fwd)
+        a2a_exp_bwd = where(plan.overlap_moe_comm, pair_bwd, a2a_fwd)
     # ring attention: cp - 1 key/value blocks per layer (2x backward) to the next cp rank (stride tp),
     # overlapped with the attention blocks they feed
     ring_fwd = (where(cp > 1, (cp - 1) * fab.p2p(ctx.kv_chunk_bytes(m, b, cp, t, ACT_BYTES), t), 0.0)
