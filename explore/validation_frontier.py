@@ -93,6 +93,14 @@ NEMO_2504_FP8 = ("NVIDIA/NeMo v2.3.0 (commit 2b03b748bb, the 25.04 release; Mega
                  "nemo/collections/llm/recipes/precision/mixed_precision.py) set fp8_param_gather = True, and "
                  "grad_reduce_in_fp32 = False; recommended_model_configs/model_configs_gb200.csv: use_mcore_fsdp 0; "
                  "overlap_param_gather_with_optimizer_step only when pp > 1 and vp > 1")
+FP8_GATHER_MBRIDGE = ("; parameters gathered in FP8, 1 byte (fp8_param_gather True in "
+                      "src/megatron/bridge/training/mixed_precision.py bf16_with_fp8_current_scaling_mixed, which "
+                      "scripts/performance/utils/precision.py get_precision_config returns for fp8_cs, at the same "
+                      "commit)")
+MXFP8_GATHER_MBRIDGE = ("; parameter gather kept at 2 bytes: bf16_with_mxfp8_mixed (same file and commit) sets "
+                        "fp8_param_gather with reuse_grad_buf_for_mxfp8_param_ag (the gather goes through the "
+                        "gradient buffer), and the bytes it moves per parameter are not determined here")
+
 RECIPE_FACTS = {  # published per-run configuration beyond the CSV columns: (facts, source)
     "mbridge2509_h100_dsv3_dropless_1024": (dict(etp=1, moe_dispatcher="deepep", overlap_moe_comm=False),
                                             MBRIDGE_DSV3 + " DEEPSEEK_V3_PRETRAIN_CONFIG_H100_V1: expert_tensor_parallel_size 1, "
@@ -133,7 +141,8 @@ RECIPE_FACTS = {  # published per-run configuration beyond the CSV columns: (fac
                                             "precompute_float8_dynamic_scale_for_fsdp true (FSDP gathers Float8Linear "
                                             "weights in 1 byte); the 70B and 8B configs there leave float8 off, so the "
                                             "benchmark's flags for those rows are not in the code (left at 2 bytes)"),
-    **{rid: (dict(grad_reduce_bytes=2), src) for rid, src in (
+    **{rid: ((dict(grad_reduce_bytes=2, param_gather_bytes=1.0), src + FP8_GATHER_MBRIDGE) if "mxfp8" not in rid
+             else (dict(grad_reduce_bytes=2), src + MXFP8_GATHER_MBRIDGE)) for rid, src in (
         ("mbridge2606_gb200_llama31_405b_fp8_256", MBRIDGE_LLAMA_2606 + " llama31_workload_base_configs.py "
          "LLAMA31_405B_PRETRAIN_CONFIG_GB200_FP8_CS_V2: TP 4 PP 16 CP 1 VP 4, GBS 1536, use_megatron_fsdp False, "
          "cpu_offloading_num_layers None"),
@@ -164,7 +173,7 @@ RECIPE_FACTS = {  # published per-run configuration beyond the CSV columns: (fac
                                                 "(= the FP8_CS config): TP 4 PP 8 CP 2 VP 8, GBS 64; "
                                                 "llama31_405b_pretrain_config_b200 sets ddp/optimizer/comm_overlap "
                                                 "overlap_param_gather = False for fp8_mx ('keeping this eanbled causes "
-                                                "NaN grad norm')"),
+                                                "NaN grad norm')" + MXFP8_GATHER_MBRIDGE),
     "deepseekv3_prod_h800_2048": (dict(moe_dispatcher="deepep", overlap_moe_comm=True),
                                   "DeepSeek-V3 (arXiv:2412.19437) Sec. 3.2: DualPipe overlaps the all-to-all with "
                                   "compute; tokens go once per node over IB, then NVLink (Sec. 3.2.2)"),

@@ -396,8 +396,15 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     # gradient reduction, so it hides under the next step's first forward slot only: a window of its
     # own at the other end of the step, and its exposure adds to the reduction's (Megatron-Core
     # core_r0.8.0 optimizer/distrib_optimizer.py: dispatched in zero_grad at the start of train_step,
-    # each bucket waited on in the first forward's pre-hooks)
-    wall = wall + overlap.hide(t_fwd_stage, s_ag, kappa) - t_fwd_stage
+    # each bucket waited on in the first forward's pre-hooks). Interleaved (v > 1): each model chunk
+    # has its own buffers and align_param_gather issues chunk k's gather ahead of chunk k's first
+    # forward (pipeline_parallel/schedules.py), so the first chunk's share (1/v) is exposed and the
+    # other chunks' gathers hide under the (v - 1) min(p, m) chunk forwards of the warm-up before
+    # them (one chunk's forward: t_fwd_stage / v)
+    chunk_win = (v - 1.0) * np.minimum(p, mb) * t_fwd_stage / v
+    ag_exposed = where(v > 1, s_ag / v + overlap.hide(chunk_win, s_ag * (v - 1.0) / v, kappa) - chunk_win,
+                       overlap.hide(t_fwd_stage, s_ag, kappa) - t_fwd_stage)
+    wall = wall + ag_exposed
     if np.any(plan.zero3_fetch_sync):
         # DeepSpeed 2021 stage 3 (zero3_fetch_sync): a weight's gradient reduce-scatter is issued from
         # the next weight's gradient hook and the gather after it synchronizes the device, so each call
