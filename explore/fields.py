@@ -151,6 +151,12 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "overlap_tp_comm": Field("bool", False, doc="overlap tensor-parallel collectives with GEMMs (Megatron-Core --tp-comm-overlap)"),
         "grad_reduce_bytes": Field("int", 4, lo=1, hi=4, doc="bytes per gradient element in the DP reduction and in the "
                                                              "main-gradient buffer (fp32 main grads: 4)"),
+        "param_gather_bytes": Field("float", 2.0, lo=1, hi=4,
+                                    doc="bytes per parameter element in every data-parallel parameter all-gather "
+                                        "(the distributed optimizer's ZeRO-1/2 gather, ZeRO-3 / FSDP per-layer "
+                                        "gathers): 16-bit weights 2; Megatron-Core fp8_param_gather (Transformer "
+                                        "Engine FP8 parameters, gathered as uint8) or torchtitan "
+                                        "enable_fsdp_float8_all_gather 1"),
         "runtime": Field("choice", "megatron", choices=("megatron", "torch", "deepspeed"),
                          doc="memory the training runtime holds (memory only, explore/model/runtime_memory.py): "
                              "megatron (Megatron-Core), torch (PyTorch native as torchtitan Dec 2024: pipeline "

@@ -21,7 +21,7 @@ GROUP_ASSUMPTIONS = {
     "korthikanti22": ("Korthikanti et al. 2022 Table 5: configs as in the CSV (interleaving from "
                       "Calculon's configs); unfused softmax, no distributed optimizer, dp = 1, fp16 gradients"),
     "mcore": ("Megatron-Core H100 weak scaling: microbatch, recompute and interleaving not published: "
-              "assumed microbatch 1, no recompute, flash attention, sequence parallelism, distributed "
+              "assumed microbatch 1 (the 32B row 2: explore.validation.MCORE_MICROBATCH), no recompute, flash attention, sequence parallelism, distributed "
               "optimizer with overlapped gradient reduce and parameter gather, TP communication "
               "overlap (--tp-comm-overlap), plain 1F1B (no interleaving, Megatron's default); "
               "DGX H100 (8x NDR 400 per node)"),

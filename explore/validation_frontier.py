@@ -75,6 +75,32 @@ LLAMA3_PLAN = ("Llama 3 (arXiv:2407.21783) Sec. 3.3.2: interleaved schedule with
                "resharding after forward = one parameter all-gather and one gradient reduce-scatter per step (zero 1); "
                "RoCE 400 Gb/s per GPU (Sec. 3.3.1); the 1:7 oversubscription between 3,072-GPU pods (Sec. 3.3.1) is not "
                "modelled (lightpath's oversubscription applies to the whole fabric, not above a pod)")
+NEMO_2502_ROWS = ("nemo2502_b200_mixtral8x7b_fp8_64", "nemo2502_b200_mixtral8x22b_fp8_64k_256")
+NEMO_2504_ROWS = ("nemo2504_gb200_mixtral8x7b_fp8_64", "nemo2504_gb200_mixtral8x22b_fp8_64k_256")
+NEMO_2502_FP8 = ("NVIDIA/NeMo v2.2.0 (commit 7192a2c944, the 25.02 release; Megatron-LM pinned at core_r0.11.0 "
+                 "791b70e031 in requirements/manifest.json) scripts/llm/performance/pretrain_mixtral_8x7b.py and "
+                 "pretrain_mixtral_8x22b.py: compute_dtype fp8 -> bf16_with_fp8_mixed() with grad_reduce_in_fp32 = "
+                 "False (BF16 gradient reduce-scatter); nemo/collections/llm/recipes/precision/mixed_precision.py "
+                 "bf16_with_fp8_mixed: fp8_params = True, which nemo/lightning/pytorch/plugins/mixed_precision.py "
+                 "turns into fp8_param_gather = True and writes into the DDP config "
+                 "(update_config_with_dtype_overrides): Transformer Engine FP8 weights in a uint8 parameter buffer "
+                 "(megatron/core/distributed/distributed_data_parallel.py), gathered in 1 byte; "
+                 "overlap_param_gather_with_optimizer_step only when pp > 1 and vp > 1 "
+                 "(scripts/llm/performance/utils.py set_primary_perf_configs)")
+NEMO_2504_FP8 = ("NVIDIA/NeMo v2.3.0 (commit 2b03b748bb, the 25.04 release; Megatron-LM pinned at core_r0.12.0 "
+                 "3cdfd613e6 in requirements/manifest.json) scripts/performance/utils.py set_primary_perf_configs: "
+                 "fp8 recipes ds and cs (bf16_with_fp8_mixed, bf16_with_fp8_current_scaling_mixed in "
+                 "nemo/collections/llm/recipes/precision/mixed_precision.py) set fp8_param_gather = True, and "
+                 "grad_reduce_in_fp32 = False; recommended_model_configs/model_configs_gb200.csv: use_mcore_fsdp 0; "
+                 "overlap_param_gather_with_optimizer_step only when pp > 1 and vp > 1")
+FP8_GATHER_MBRIDGE = ("; parameters gathered in FP8, 1 byte (fp8_param_gather True in "
+                      "src/megatron/bridge/training/mixed_precision.py bf16_with_fp8_current_scaling_mixed, which "
+                      "scripts/performance/utils/precision.py get_precision_config returns for fp8_cs, at the same "
+                      "commit)")
+MXFP8_GATHER_MBRIDGE = ("; parameter gather kept at 2 bytes: bf16_with_mxfp8_mixed (same file and commit) sets "
+                        "fp8_param_gather with reuse_grad_buf_for_mxfp8_param_ag (the gather goes through the "
+                        "gradient buffer), and the bytes it moves per parameter are not determined here")
+
 RECIPE_FACTS = {  # published per-run configuration beyond the CSV columns: (facts, source)
     "mbridge2509_h100_dsv3_dropless_1024": (dict(etp=1, moe_dispatcher="deepep", overlap_moe_comm=False),
                                             MBRIDGE_DSV3 + " DEEPSEEK_V3_PRETRAIN_CONFIG_H100_V1: expert_tensor_parallel_size 1, "
@@ -93,15 +119,30 @@ RECIPE_FACTS = {  # published per-run configuration beyond the CSV columns: (fac
     "mcoremoe_h100_qwen3_235b_bf16_256_a2aoverlap": (dict(etp=1, moe_dispatcher="deepep", overlap_moe_comm=True),
                                                      "yanring/Megatron-MoE-ModelZoo:best_practice/qwen3 (its readme): DeepEP, "
                                                      "ETP 1, 1F1B EP A2A overlap"),
-    "mbridge2606_h100_llama31_405b_fp8_1024": (dict(grad_reduce_bytes=2),
+    "mbridge2606_h100_llama31_405b_fp8_1024": (dict(grad_reduce_bytes=2, param_gather_bytes=1.0),
                                                "NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/perf_recipes/_common.py "
                                                "(commit 4ab94dfad3) _benchmark_common and _perf_precision: "
-                                               "grad_reduce_in_fp32 = False (BF16 main gradients); "
+                                               "grad_reduce_in_fp32 = False (BF16 main gradients); _perf_precision('fp8_cs') "
+                                               "= src/megatron/bridge/training/mixed_precision.py "
+                                               "bf16_with_fp8_current_scaling_mixed: fp8_param_gather = True (1-byte "
+                                               "parameter gather); the recipe also enables "
+                                               "overlap_param_gather_with_optimizer_step (not modelled: the gather keeps "
+                                               "the first-forward window); "
                                                "perf_recipes/llama/h100/llama31.py "
                                                "llama31_405b_pretrain_1024gpu_h100_fp8cs_config: TP 8 PP 8 CP 2 VP 8, "
                                                "microbatch 1, GBS 1536"),
     **{rid: (dict(virtual_stages=8, grad_reduce_bytes=4), LLAMA3_PLAN) for rid in LLAMA3_ROWS},
-    **{rid: (dict(grad_reduce_bytes=2), src) for rid, src in (
+    **{rid: (dict(grad_reduce_bytes=2, param_gather_bytes=1.0), NEMO_2502_FP8) for rid in NEMO_2502_ROWS},
+    **{rid: (dict(grad_reduce_bytes=2, param_gather_bytes=1.0), NEMO_2504_FP8) for rid in NEMO_2504_ROWS},
+    "torchtitan_405b_fp8_512_interleaved": (dict(param_gather_bytes=1.0),
+                                            "pytorch/torchtitan train_configs/llama3_405b.toml at the benchmark's commit "
+                                            "9dec370ad2 (pytorch/torchtitan:benchmarks/llama3_h100_202412_torchtitan.md, Versions and Dates): "
+                                            "[float8] enable_float8_linear, enable_fsdp_float8_all_gather and "
+                                            "precompute_float8_dynamic_scale_for_fsdp true (FSDP gathers Float8Linear "
+                                            "weights in 1 byte); the 70B and 8B configs there leave float8 off, so the "
+                                            "benchmark's flags for those rows are not in the code (left at 2 bytes)"),
+    **{rid: ((dict(grad_reduce_bytes=2, param_gather_bytes=1.0), src + FP8_GATHER_MBRIDGE) if "mxfp8" not in rid
+             else (dict(grad_reduce_bytes=2), src + MXFP8_GATHER_MBRIDGE)) for rid, src in (
         ("mbridge2606_gb200_llama31_405b_fp8_256", MBRIDGE_LLAMA_2606 + " llama31_workload_base_configs.py "
          "LLAMA31_405B_PRETRAIN_CONFIG_GB200_FP8_CS_V2: TP 4 PP 16 CP 1 VP 4, GBS 1536, use_megatron_fsdp False, "
          "cpu_offloading_num_layers None"),
@@ -132,7 +173,7 @@ RECIPE_FACTS = {  # published per-run configuration beyond the CSV columns: (fac
                                                 "(= the FP8_CS config): TP 4 PP 8 CP 2 VP 8, GBS 64; "
                                                 "llama31_405b_pretrain_config_b200 sets ddp/optimizer/comm_overlap "
                                                 "overlap_param_gather = False for fp8_mx ('keeping this eanbled causes "
-                                                "NaN grad norm')"),
+                                                "NaN grad norm')" + MXFP8_GATHER_MBRIDGE),
     "deepseekv3_prod_h800_2048": (dict(moe_dispatcher="deepep", overlap_moe_comm=True),
                                   "DeepSeek-V3 (arXiv:2412.19437) Sec. 3.2: DualPipe overlaps the all-to-all with "
                                   "compute; tokens go once per node over IB, then NVLink (Sec. 3.2.2)"),

@@ -101,21 +101,21 @@ def reconfigurations_per_step(policy_code, steps_per_job):
     return np.where(p == 0, 1.0 / np.maximum(steps_per_job, 1.0), np.where(p == 1, 1.0, 2.0))
 
 
-def sync_bytes_per_param(zero, microbatches, grad_bytes):
+def sync_bytes_per_param(zero, microbatches, grad_bytes, gather_bytes=2.0):
     """Bytes per parameter a device sends around its data-parallel ring per step, as the step
     model schedules them: ZeRO-0 all-reduces the gradients (2 g: reduce-scatter + all-gather);
-    ZeRO-1 reduce-scatters them once and gathers 16-bit weights (g + 2); ZeRO-2 reduce-scatters
-    every microbatch (m g + 2); ZeRO-3 also gathers the weights for every microbatch's forward
-    and backward (m g + 4 m)."""
-    z, m = np.asarray(zero, float), np.asarray(microbatches, float)
+    ZeRO-1 reduce-scatters them once and gathers the weights in ``gather_bytes`` a = 2 (16-bit;
+    1 with FP8 parameter gathers) (g + a); ZeRO-2 reduce-scatters every microbatch (m g + a);
+    ZeRO-3 also gathers the weights for every microbatch's forward and backward (m g + 2 a m)."""
+    z, m, a = np.asarray(zero, float), np.asarray(microbatches, float), np.asarray(gather_bytes, float)
     return np.where(z == 0, 2.0 * grad_bytes,
-                    np.where(z == 1, grad_bytes + 2.0,
-                             np.where(z == 2, m * grad_bytes + 2.0, m * (grad_bytes + 4.0))))
+                    np.where(z == 1, grad_bytes + a,
+                             np.where(z == 2, m * grad_bytes + a, m * (grad_bytes + 2.0 * a))))
 
 
 def plan_traffic_bytes(layers, hidden, seq_len, microbatch, microbatches, tp, pp, virtual_stages,
                        grad_bytes, layer_params=None, cp=1.0, zero=0.0, expert_params=0.0,
-                       expert_ranks=None):
+                       expert_ranks=None, gather_bytes=2.0):
     """Scale-out traffic per device per step that circuits are planned for, weighted as the time
     it takes on the step's critical path (P = layer_params per layer, default 12 h^2, a dense
     4h-MLP layer; E = expert_params of it that expert parallelism splits over ``expert_ranks``
@@ -130,7 +130,7 @@ def plan_traffic_bytes(layers, hidden, seq_len, microbatch, microbatches, tp, pp
     eg = tp if expert_ranks is None else expert_ranks
     split = np.asarray(eg, float) != np.asarray(tp, float)
     experts = np.where(split, expert_params, 0.0)
-    sync = sync_bytes_per_param(zero, microbatches, grad_bytes)
+    sync = sync_bytes_per_param(zero, microbatches, grad_bytes, gather_bytes)
     dp_bytes = sync * np.asarray(layers, float) * (per_layer - experts) / (tp * pp)
     ep_bytes = sync * np.asarray(layers, float) * experts / (eg * pp)
     transfers = microbatches * virtual_stages + pp - 1

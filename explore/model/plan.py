@@ -43,6 +43,7 @@ class ParallelPlan:
     grad_reduce_bytes: np.ndarray
     global_batch: np.ndarray
     grad_bucket_params: np.ndarray   # parameters per DP gradient bucket (inf: one bucket)
+    param_gather_bytes: np.ndarray = 2.0   # bytes per element of the DP parameter all-gathers
     # --- issue 11: expert parallelism (explore/model/moe.py)
     ep: np.ndarray = 1.0
     overlap_moe_comm: np.ndarray = False
@@ -86,6 +87,7 @@ class ParallelPlan:
                   overlap_param_gather=np.asarray(v["parallelism.overlap_param_gather"], bool),
                   overlap_tp_comm=np.asarray(v["parallelism.overlap_tp_comm"], bool),
                   grad_reduce_bytes=v["parallelism.grad_reduce_bytes"].astype(float),
+                  param_gather_bytes=v["parallelism.param_gather_bytes"].astype(float),
                   global_batch=v["training.global_batch"].astype(float),
                   ep=v["parallelism.ep"].astype(float),
                   overlap_moe_comm=np.asarray(v["parallelism.overlap_moe_comm"], bool),

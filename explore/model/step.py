@@ -320,20 +320,22 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
         calls = where(zero == 3, n_full * k3, buckets)
         red = where(zero >= 1, fab.reduce_scatter(size * plan.grad_reduce_bytes, stride, n, calls),
                        fab.all_reduce(size * plan.grad_reduce_bytes, stride, n, calls))
-        ag = where((zero >= 1) & (zero <= 2), fab.all_gather(size * 2.0, stride, n, buckets), 0.0)
-        layer = fab.all_gather(size * 2.0 / n_full, stride, n, k3)
+        gb = plan.param_gather_bytes     # bytes per gathered element (fp8_param_gather: 1)
+        ag = where((zero >= 1) & (zero <= 2), fab.all_gather(size * gb, stride, n, buckets), 0.0)
+        layer = fab.all_gather(size * gb / n_full, stride, n, k3)
         if lists:   # list-form calls: per-rank work and copies per call (all-reduce takes one tensor)
             lst = plan.list_collectives
             red = red + where(lst & (zero >= 1), fab.list_overhead(
                 n, calls, plan.list_reduce_host_calls, size * plan.grad_reduce_bytes / calls, hbm), 0.0)
             ag = ag + where(lst & (zero >= 1) & (zero <= 2), fab.list_overhead(
-                n, buckets, plan.list_gather_host_calls, size * 2.0 / buckets, hbm), 0.0)
+                n, buckets, plan.list_gather_host_calls, size * gb / buckets, hbm), 0.0)
             layer = layer + where(lst, fab.list_overhead(n, k3, plan.list_gather_host_calls,
-                                                         size * 2.0 / (n_full * k3), hbm), 0.0)
-        # DeepSpeed 2021 fetch (zero3_fetch_sync): each gather buffer is zero-filled (torch.zeros, 2 B
-        # written per element) before the device is synchronized and the gather issued
+                                                         size * gb / (n_full * k3), hbm), 0.0)
+        # DeepSpeed 2021 fetch (zero3_fetch_sync): each gather buffer is zero-filled (torch.zeros, one
+        # gathered element, 2 B in 16 bits, written per element) before the device is synchronized and
+        # the gather issued
         if np.any(plan.zero3_fetch_sync):
-            layer = layer + where(plan.zero3_fetch_sync & (n > 1), size * 2.0 / n_full / hbm, 0.0)
+            layer = layer + where(plan.zero3_fetch_sync & (n > 1), size * gb / n_full / hbm, 0.0)
         red = where(active, red, 0.0)
         ag = where(active, ag, 0.0)
         layer = where(active, layer, 0.0)
@@ -364,8 +366,8 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     if np.any(plan.fsdp_root_unit):
         root = emb / t + where((p == 1) & untied, emb / t, 0.0)
         one = np.maximum(dense_dev - root, 0.0) / n_full            # one layer's parameters
-        ag_layer = fab.all_gather(one * 2.0, t, dpc, k3)
-        ag_root = fab.all_gather(root * 2.0, t, dpc, 1.0)
+        ag_layer = fab.all_gather(one * plan.param_gather_bytes, t, dpc, k3)
+        ag_root = fab.all_gather(root * plan.param_gather_bytes, t, dpc, 1.0)
         rs_layer = fab.reduce_scatter(one * plan.grad_reduce_bytes, t, dpc, k3)
         rs_root = fab.reduce_scatter(root * plan.grad_reduce_bytes, t, dpc, 1.0)
         e_bwd = where(p == 1, emb_bwd, 0.0)
@@ -386,10 +388,23 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     s_rs = where(ov_rs, t_rs, 0.0)
     s_ag = where(ov_ag, t_ag, 0.0)
     s_z3 = where(ov_ag, t_z3 - z3_post, 0.0)
-    streams = [(s_rs, before_rs), (s_ag, compute_wall - t_fwd_stage), (s_z3, np.zeros_like(compute_wall))]
+    streams = [(s_rs, before_rs), (s_z3, np.zeros_like(compute_wall))]
     bounds = [compute_wall + where(ov_rs, rs_last, 0.0),
               compute_wall + where(ov_ag & z3, mb * z3_layer, 0.0), compute_wall + fsdp_ends]
     wall, _ = overlap.nested(compute_wall, streams, kappa, bounds)
+    # the distributed optimizer's parameter gather follows the optimizer step, which waits for the
+    # gradient reduction, so it hides under the next step's first forward slot only: a window of its
+    # own at the other end of the step, and its exposure adds to the reduction's (Megatron-Core
+    # core_r0.8.0 optimizer/distrib_optimizer.py: dispatched in zero_grad at the start of train_step,
+    # each bucket waited on in the first forward's pre-hooks). Interleaved (v > 1): each model chunk
+    # has its own buffers and align_param_gather issues chunk k's gather ahead of chunk k's first
+    # forward (pipeline_parallel/schedules.py), so the first chunk's share (1/v) is exposed and the
+    # other chunks' gathers hide under the (v - 1) min(p, m) chunk forwards of the warm-up before
+    # them (one chunk's forward: t_fwd_stage / v)
+    chunk_win = (v - 1.0) * np.minimum(p, mb) * t_fwd_stage / v
+    ag_exposed = where(v > 1, s_ag / v + overlap.hide(chunk_win, s_ag * (v - 1.0) / v, kappa) - chunk_win,
+                       overlap.hide(t_fwd_stage, s_ag, kappa) - t_fwd_stage)
+    wall = wall + ag_exposed
     if np.any(plan.zero3_fetch_sync):
         # DeepSpeed 2021 stage 3 (zero3_fetch_sync): a weight's gradient reduce-scatter is issued from
         # the next weight's gradient hook and the gather after it synchronizes the device, so each call

@@ -371,7 +371,8 @@ def circuit_demand(r, su, tp, pp, dp):
     dp_b, ep_b, pp_b = reconfig.plan_traffic_bytes(
         layers, f("model.hidden"), seq, mbs, mb, tp, pp, f("parallelism.virtual_stages"),
         f("parallelism.grad_reduce_bytes"), fit(layer_params(m), n, float), cp=cp,
-        zero=f("parallelism.zero"), expert_params=experts, expert_ranks=eg)
+        zero=f("parallelism.zero"), expert_params=experts, expert_ranks=eg,
+        gather_bytes=f("parallelism.param_gather_bytes"))
 
     def ring(bytes_dev, stride, size):
         inner, outer = group_span(stride, size, su)
