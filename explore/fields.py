@@ -232,6 +232,13 @@ SCHEMA: dict[str, dict[str, Field]] = {
                             "Megatron-LM addc601f57 with deallocate_pipeline_outputs: each steady-state forward "
                             "send is waited as soon as it is posted, max(v (m - p) - 1, 0) transfers more); both "
                             "fall back to batched when v = 1 (batch_p2p_comm; pipeline_p2p.py)"),
+        "grad_reduce_window": Field("choice", "last_slot", choices=("last_slot", "per_chunk"),
+                                    doc="where the overlapped data-parallel gradient reduction (ZeRO 0/1) may "
+                                        "start: last_slot (under the last backward slot) or per_chunk "
+                                        "(Megatron-Core interleaved, v > 1: one DDP buffer set per model chunk, "
+                                        "each chunk's gradient sync enabled for its last microbatch's backward "
+                                        "(pipeline_parallel/schedules.py), so the cool-down's remaining chunk "
+                                        "backwards hide the other chunks' reductions; overlap.per_chunk_reduce)"),
         "pp_scatter_grads": Field("bool", True,
                                   doc="the activation gradient sent back between pipeline stages is scattered over "
                                       "the tensor group, as the activation is (Megatron-LM; DeepSpeed from v0.5.4); "
