@@ -219,12 +219,26 @@ SCHEMA: dict[str, dict[str, Field]] = {
                                     "reduce-scattered last, after the embedding's backward, before the step waits "
                                     "for the reduction stream (_post_backward_final_callback): both ends exposed "
                                     "per microbatch (step.py)"),
-        "pp_p2p": Field("choice", "batched", choices=("batched", "serial"),
+        "pp_p2p": Field("choice", "batched", choices=("batched", "serial", "overlapped", "overlapped_send_wait"),
                         doc="pipeline point-to-point: batched (Megatron-LM: the send to and the receive from a "
                             "neighbour in one batch_isend_irecv, 2 (v m + p - 1) exchanges on the critical path) "
                             "or serial (DeepSpeed's pipeline engine, TrainSchedule: one blocking send or receive "
                             "per tensor, one after another, 2 m + p - 4 transfers each way on the critical path; "
-                            "a scattered tensor is preceded by its partition metadata)"),
+                            "a scattered tensor is preceded by its partition metadata), overlapped (Megatron-Core's "
+                            "interleaved schedule with overlap_p2p_comm, as Megatron-Bridge sets it whenever pp > 1 "
+                            "and vp > 1: blocking exchanges in the warm-up and cool-down, non-blocking in the steady "
+                            "state, each waited one pass later; only the fill and drain chains through the p v "
+                            "virtual stages wait, 2 (p v - 1) transfers) or overlapped_send_wait (the same from "
+                            "Megatron-LM addc601f57 with deallocate_pipeline_outputs: each steady-state forward "
+                            "send is waited as soon as it is posted, max(v (m - p) - 1, 0) transfers more); both "
+                            "fall back to batched when v = 1 (batch_p2p_comm; pipeline_p2p.py)"),
+        "grad_reduce_window": Field("choice", "last_slot", choices=("last_slot", "per_chunk"),
+                                    doc="where the overlapped data-parallel gradient reduction (ZeRO 0/1) may "
+                                        "start: last_slot (under the last backward slot) or per_chunk "
+                                        "(Megatron-Core interleaved, v > 1: one DDP buffer set per model chunk, "
+                                        "each chunk's gradient sync enabled for its last microbatch's backward "
+                                        "(pipeline_parallel/schedules.py), so the cool-down's remaining chunk "
+                                        "backwards hide the other chunks' reductions; overlap.per_chunk_reduce)"),
         "pp_scatter_grads": Field("bool", True,
                                   doc="the activation gradient sent back between pipeline stages is scattered over "
                                       "the tensor group, as the activation is (Megatron-LM; DeepSpeed from v0.5.4); "

@@ -80,3 +80,24 @@ def hook_serialized(window, comm, calls, slowdown):
     (checked against an event simulation of the hook order, tests/explore/test_overlap.py)."""
     per_call = hide(window, comm, slowdown) - np.asarray(window, dtype=float)
     return np.maximum(np.asarray(calls, dtype=float) - 1.0, 0.0) * per_call + np.asarray(comm, dtype=float)
+
+
+def per_chunk_reduce(compute, bwd_stage, v, group, comm):
+    """(before, bound) of the data-parallel gradient reduction when each of ``v`` model chunks has its own
+    buffers (Megatron-Core interleaved, v > 1), for ``overlap.nested``.
+
+    megatron/core/distributed/distributed_data_parallel.py keeps one DDP wrapper, buffers and bucket groups
+    per model chunk; forward_backward_pipelining_with_interleaving (pipeline_parallel/schedules.py,
+    backward_step_helper_preprocess / _postprocess, NVIDIA/Megatron-LM 92c8482e6d, addc601f57) enables a
+    chunk's gradient sync for its last microbatch's backward only. In the cool-down the last group of
+    ``group`` microbatches (microbatch_group_size_per_vp_stage, p) runs chunk v - 1 first and chunk 0 last,
+    so chunk j's reduction (comm / v) may start at its last backward, (j group + 1) chunk backwards
+    (bwd_stage / v each) before the compute ends. On one link, first come first served, the step ends no
+    earlier than max_j (start_j + the reductions of chunks j .. 0), linear in j: the earliest chunk's
+    start with all of ``comm`` (returned as the stream's ``before``) or chunk 0's alone (``bound``).
+    Checked against a queue simulation of the cool-down order (tests/explore/test_overlap_per_chunk.py)."""
+    v = np.asarray(v, dtype=float)
+    chunk = np.asarray(bwd_stage, dtype=float) / v
+    before = np.asarray(compute, dtype=float) - ((v - 1.0) * group + 1.0) * chunk
+    bound = np.asarray(compute, dtype=float) - chunk + np.asarray(comm, dtype=float) / v
+    return before, bound

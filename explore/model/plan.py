@@ -62,6 +62,9 @@ class ParallelPlan:
     backward_prefetch_post: np.ndarray = False  # ZeRO-3 backward gathers on the critical path (step.py)
     fsdp_root_unit: np.ndarray = False   # FSDP root unit (embedding) gathered first, reduced last (step.py)
     pp_p2p_serial: np.ndarray = False    # DeepSpeed pipeline engine: blocking sends/receives one at a time
+    pp_p2p_overlapped: np.ndarray = False  # Megatron-Core interleaved, overlap_p2p_comm: fill/drain chains wait
+    pp_p2p_send_wait: np.ndarray = False   # ... and each steady-state forward send waited at once (addc601f57)
+    rs_per_chunk: np.ndarray = False       # interleaved: each chunk's reduction from its last backward (overlap.py)
     pp_scatter_grads: np.ndarray = True  # backward activation gradients scattered over the tensor group
     grad_acc_hook: np.ndarray = False      # an element-wise gradient add per parameter and microbatch (step.py)
     grad_acc_autograd: np.ndarray = False  # ... in every microbatch but the first (step.py)
@@ -106,6 +109,9 @@ class ParallelPlan:
                   backward_prefetch_post=np.asarray(v["parallelism.backward_prefetch"]) == "post",
                   fsdp_root_unit=np.asarray(v["parallelism.fsdp_root_unit"], bool),
                   pp_p2p_serial=np.asarray(v["parallelism.pp_p2p"]) == "serial",
+                  pp_p2p_overlapped=np.isin(np.asarray(v["parallelism.pp_p2p"]), ("overlapped", "overlapped_send_wait")),
+                  pp_p2p_send_wait=np.asarray(v["parallelism.pp_p2p"]) == "overlapped_send_wait",
+                  rs_per_chunk=np.asarray(v["parallelism.grad_reduce_window"]) == "per_chunk",
                   pp_scatter_grads=np.asarray(v["parallelism.pp_scatter_grads"], bool),
                   grad_acc_hook=np.asarray(v["parallelism.grad_accumulation"]) == "hook",
                   grad_acc_autograd=np.asarray(v["parallelism.grad_accumulation"]) == "autograd",

@@ -378,18 +378,18 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
                           & plan.overlap_param_gather, mb * ends, 0.0)
 
     # --- the step as scheduled streams on the data-parallel link (explore.model.overlap): the
-    # gradient reduction runs under the last backward slot (ZeRO-2/3: under every backward slot),
-    # the parameter gather under the first forward slot, ZeRO-3 gathers under the whole pipeline
-    # (prefetched one layer ahead: each microbatch's first gather is exposed); the link
-    # serialises them and the last gradient bucket starts when the compute ends
+    # gradient reduction runs under the last backward slot (ZeRO-2/3: every slot; grad_reduce_window per_chunk:
+    # overlap.per_chunk_reduce), the ZeRO-3 gathers under the whole pipeline (prefetched one layer ahead: each
+    # microbatch's first gather exposed); the link serialises them, the last bucket starts when the compute ends
     compute_wall = pipe_steady + bubble + t_p2p
-    before_rs = compute_wall - where(zero >= 2, mb, 1.0) * t_bwd_stage
     ov_rs, ov_ag = plan.overlap_grad_reduce, plan.overlap_param_gather
     s_rs = where(ov_rs, t_rs, 0.0)
     s_ag = where(ov_ag, t_ag, 0.0)
     s_z3 = where(ov_ag, t_z3 - z3_post, 0.0)
+    before_ch, bound_ch = overlap.per_chunk_reduce(compute_wall, t_bwd_stage, where(plan.rs_per_chunk, v, 1.), np.minimum(p, mb), s_rs)
+    before_rs = where(zero >= 2, compute_wall - mb * t_bwd_stage, before_ch)
     streams = [(s_rs, before_rs), (s_z3, np.zeros_like(compute_wall))]
-    bounds = [compute_wall + where(ov_rs, rs_last, 0.0),
+    bounds = [compute_wall + where(ov_rs, rs_last, 0.0), where(zero >= 2, 0.0, bound_ch),
               compute_wall + where(ov_ag & z3, mb * z3_layer, 0.0), compute_wall + fsdp_ends]
     wall, _ = overlap.nested(compute_wall, streams, kappa, bounds)
     # the distributed optimizer's parameter gather follows the optimizer step, which waits for the

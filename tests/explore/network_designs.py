@@ -105,7 +105,8 @@ def net_rows(draw, moe):
         p + "fsdp_root_unit": draw(st.booleans()),      # FSDP root unit's exposed ends (step.py)
         p + "zero3_replicated_params_per_layer": draw(st.sampled_from([0.0, 8.0])),
         # pipeline engine (DeepSpeed 2021: serial blocking transfers, whole gradients; explore.validation.DEEPSPEED_2021_PIPE)
-        p + "pp_p2p": draw(st.sampled_from(["batched", "serial"])),
+        p + "pp_p2p": draw(st.sampled_from(["batched", "serial", "overlapped", "overlapped_send_wait"])),
+        p + "grad_reduce_window": draw(st.sampled_from(["last_slot", "per_chunk"])),
         p + "pp_scatter_grads": draw(st.booleans()),
         p + "grad_accumulation": draw(st.sampled_from(["fused", "hook", "autograd"])),
         "training.global_batch": dp * mb * nmb, "training.flash_attention": draw(st.booleans()),
