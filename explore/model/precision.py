@@ -55,6 +55,12 @@ column-wise (transposed) copy is dropped where the part's FP8 GEMMs take any lay
 AMAX_BYTES_PER_ELEMENT = np.array([2.0, 0.0, 0.0])
 """Current scaling's separate amax pass (a 2-B read) on elements whose producer does not compute it."""
 NVFP4_AMAX_BYTES_PER_ELEMENT = 2.0
+MXFP8_GEMM_RATE = 6.812 / 7.161
+"""MXFP8's block-scaled GEMMs relative to per-tensor FP8 GEMMs of the same shapes (the rate the catalog's
+per-tensor FP8 figure gives): Transformer Engine docs/examples/gemm_profiling/gemm_profiling.rst (commit
+1609c890e), 'Autocast vs Pre-quantized', B300, kernel-only (``--pre-quantize``) per-layer GEMM time of a
+hidden 4096 / intermediate 16384 layer at M = 15,872: FP8 CurrentScaling 6.812 ms, MXFP8 7.161 ms
+(Fprop + Dgrad + Wgrad). Blackwell's block-scaled MMA reads the 1 x 32 scales with the operands."""
 NVFP4_CAST_BYTES_PER_ELEMENT = 2.0 + 0.5 + 0.5 + 2 / 16
 """NVFP4 (NVIDIA, "Pretraining Large Language Models with NVFP4", arXiv:2509.25149): 16-element
 blocks with an E4M3 scale and a per-tensor FP32 scale (hence an amax read, 2 B), two 4-bit copies."""
@@ -67,6 +73,7 @@ class Recipe:
     other_peak_flops: np.ndarray      # FLOP/s of attention core and logits
     cast_bytes_per_element: np.ndarray
     amax_bytes_per_element: np.ndarray
+    gemm_rate: np.ndarray             # the linear GEMMs' rate relative to the per-tensor FP8 (or 16-bit) peak
     weight_bytes: np.ndarray
     optimizer_bytes: np.ndarray
     dispatch_bytes: np.ndarray
@@ -92,6 +99,7 @@ class Recipe:
                                                      where(fp8, CAST_BYTES_PER_ELEMENT[code]
                                                            - where(code == 0, system.fp8_gemm_any_layout, 0.0),
                                                            0.0))),
+                   gemm_rate=b(where((prec == "fp8") & (code == 2), MXFP8_GEMM_RATE, 1.0)),
                    amax_bytes_per_element=b(where(fp4, NVFP4_AMAX_BYTES_PER_ELEMENT,
                                                      where(fp8, AMAX_BYTES_PER_ELEMENT[code], 0.0))),
                    weight_bytes=b(2.0),
@@ -109,36 +117,26 @@ class Recipe:
         n = np.shape(system.peak_flops)
         z = np.zeros(n)
         return cls(fp8=z.astype(bool), other_peak_flops=system.peak_flops, cast_bytes_per_element=z,
-                   amax_bytes_per_element=z,
+                   amax_bytes_per_element=z, gemm_rate=z + 1.0,
                    weight_bytes=z + 2.0, optimizer_bytes=z + 12.0,
                    dispatch_bytes=z + 2.0, combine_bytes=z + 2.0)
 
 
-def cast_elements_per_token_layer(m, mlp_inner_width=None):
-    """Elements quantized to FP8 per token and layer: the input (forward) and the output gradient
-    (backward) of every FP8 GEMM. Attention: QKV and projection, ~4 h. MLP of width f (k_f = 2 gated,
-    1 plain: fc1 output width k_f f): 2 h + (1 + k_f) f, once per routed copy (top_k x capacity_factor)
-    and shared expert in MoE layers (mean over layers)."""
-    from explore.model import moe as _moe
-    kf = where(m.gated_mlp, 2.0, 1.0)
-    mlp = lambda f: 2.0 * m.hidden + (1.0 + kf) * f  # noqa: E731
-    moe_layer = (m.top_k * m.capacity_factor + m.shared_experts) * mlp(m.moe_ffn_hidden)
-    return 4.0 * m.hidden + _moe.mean_over_layers(m, moe_layer, mlp(m.ffn_hidden))
-
-
 def cast_elements(m):
     """(forward, backward, forward with a separate amax, backward with a separate amax) elements quantized
-    per token and layer. Forward: the inputs of QKV and the output projection (2 h) and of each MLP copy's
-    up and down projections (h + f); backward: their output gradients (~2 h; (k_f f + h) per MLP copy).
+    per token and layer, the K (forward) and N (backward) widths of the layer's GEMMs (gemm.layer_gemm_shapes)
+    at tp = 1. Forward: the inputs of QKV and the output projection (2 h) and of each MLP copy's up and down
+    projections (h + f); backward: their output gradients (h (1 + 2 g/a) + h; (k_f f + h) per MLP copy).
     The amax is computed by the producer only for the norm-fed inputs: QKV (h) and, in dense layers, the
     MLP up-projection (h) (TE LayerNormLinear; MoE layers normalise before the router and permute the
     tokens). Megatron-Core's own SwiGLU (``use_te_activation_func`` False by default) and all backward
-    gradients take the separate pass. Forward + backward = ``cast_elements_per_token_layer``."""
+    gradients take the separate pass."""
     from explore.model import moe as _moe
     kf = where(m.gated_mlp, 2.0, 1.0)
     h = m.hidden
     copies = m.top_k * m.capacity_factor + m.shared_experts
     fwd = 2.0 * h + _moe.mean_over_layers(m, copies * (h + m.moe_ffn_hidden), h + m.ffn_hidden)
-    bwd = 2.0 * h + _moe.mean_over_layers(m, copies * (kf * m.moe_ffn_hidden + h), kf * m.ffn_hidden + h)
+    bwd = h * (2.0 + 2.0 * m.kv_heads / m.heads) + _moe.mean_over_layers(m, copies * (kf * m.moe_ffn_hidden + h),
+                                                                          kf * m.ffn_hidden + h)
     fused = h + _moe.mean_over_layers(m, 0.0, h)
     return fwd, bwd, fwd - fused, bwd

@@ -140,7 +140,9 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     tokens_mb = b * sq / cp
     # --- end issue 11
     # measured max achievable matmul rate (catalog) at the linear GEMMs' precision (FP8: its own figure)
-    peak = s.peak_flops * where(np.isnan(s.gemm_peak_fraction), s.matmul_peak_fraction, s.gemm_peak_fraction)
+    # and recipe (MXFP8's block-scaled GEMMs: precision.MXFP8_GEMM_RATE)
+    peak = (s.peak_flops * where(np.isnan(s.gemm_peak_fraction), s.matmul_peak_fraction, s.gemm_peak_fraction)
+            * recipe.gemm_rate)
     peak_other = recipe.other_peak_flops * s.matmul_peak_fraction  # attention core, logits (issue 11)
     hbm = s.hbm_bandwidth_bytes_per_s * c.hbm_efficiency
     fab = Fabric(s, c)
