@@ -9,15 +9,24 @@ DeepSeek-V3 arXiv:2412.19437 Sec. 3.3):
   attention in BF16, as Transformer Engine's default), the output layer (logits)
   and the router stay at the 16-bit peak (DeepSeek-V3 Sec. 3.3.1 keeps embedding,
   output head, gating, normalisation and attention in BF16/FP32).
-* Scaling: ``per-tensor`` current scaling needs an amax pass over a tensor before
-  casting it; ``blockwise`` (DeepSeek-V3: 1 x 128 activation tiles, 128 x 128 weight
-  blocks, Sec. 3.3.2) and ``mxfp8`` (OCP Microscaling v1.0: 32-element blocks with
-  an E8M0 scale; Blackwell tensor cores) compute the scale inside the cast.
-  Counted as memory-bound bytes per quantized element (estimate by counting: the
-  input and the output gradient of every FP8 GEMM, ``cast_elements_per_token_layer``;
-  a cast reads 2 B and writes a row-wise and a column-wise (transposed, for the
-  weight gradient) 1 B copy; per-tensor current scaling reads the tensor once more
-  for its amax (2 B); block scales add 4 B per 128 or 1 B per 32 elements per copy).
+* Scaling: ``per-tensor`` current scaling needs the tensor's amax before casting it;
+  ``blockwise`` (DeepSeek-V3: 1 x 128 activation tiles, 128 x 128 weight blocks, Sec. 3.3.2)
+  and ``mxfp8`` (OCP Microscaling v1.0: 32-element blocks with an E8M0 scale; Blackwell tensor
+  cores) compute the scale inside the cast. Counted as memory-bound bytes per quantized element
+  over the elements ``cast_elements`` counts: the input of every FP8 GEMM in the forward and its
+  output gradient in the backward, once each (the forward's column-wise copy of the input is kept
+  for the weight gradient; Transformer Engine's Linear saves it). A cast reads 2 B and writes a
+  row-wise 1 B copy and, for the weight gradient, a column-wise one: MXFP8 and blockwise always
+  (their scales run along the reduction dimension; + 1 B per 32 or 4 B per 128 elements per copy),
+  per-tensor only where the part's FP8 GEMMs are TN-only (``fp8_gemm_any_layout`` 0: Hopper; TE
+  ``is_non_tn_fp8_gemm_supported``: compute capability 10.x runs any layout from one buffer).
+  Current scaling's amax is a separate read of the 2-B tensor (TE csrc/quantizer.cpp
+  ``Float8CurrentScalingQuantizer::quantize_impl``: ``nvte_compute_amax``, then the cast) except
+  where the producing kernel computes it: TE's LayerNormLinear norm (``quantize_with_amax``,
+  csrc/extensions/normalization.cpp), which feeds the QKV and dense MLP up-projections
+  (``AMAX_BYTES_PER_ELEMENT`` on the rest). Weights: cast once per step and cached for the other
+  microbatches (TE ``is_first_microbatch``), or gathered already in FP8 (``fp8_param_gather``);
+  not counted.
 * Bytes per parameter: weights 2 (BF16; FP8 copies are made per layer, transient),
   gradients ``parallelism.grad_reduce_bytes`` (the main-gradient buffer is kept in the dtype it is
   reduced in: Megatron-Core ``DistributedDataParallelConfig.grad_reduce_in_fp32``, FSDP2
@@ -40,8 +49,19 @@ from hwmodels.select import where
 from explore.model.cardinality import fit
 
 RECIPES = ("per-tensor", "blockwise", "mxfp8")
-CAST_BYTES_PER_ELEMENT = np.array([2.0 + 2.0 + 1.0 + 1.0, 2.0 + 1.0 + 1.0 + 2 * 4.0 / 128, 2.0 + 1.0 + 1.0 + 2 / 32])
-NVFP4_CAST_BYTES_PER_ELEMENT = 2.0 + 2.0 + 0.5 + 0.5 + 2 / 16
+CAST_BYTES_PER_ELEMENT = np.array([2.0 + 1.0 + 1.0, 2.0 + 1.0 + 1.0 + 2 * 4.0 / 128, 2.0 + 1.0 + 1.0 + 2 / 32])
+"""Read 2 B, write the row-wise and the column-wise 1-B copies (+ their block scales); per-tensor's
+column-wise (transposed) copy is dropped where the part's FP8 GEMMs take any layout."""
+AMAX_BYTES_PER_ELEMENT = np.array([2.0, 0.0, 0.0])
+"""Current scaling's separate amax pass (a 2-B read) on elements whose producer does not compute it."""
+NVFP4_AMAX_BYTES_PER_ELEMENT = 2.0
+MXFP8_GEMM_RATE = 6.812 / 7.161
+"""MXFP8's block-scaled GEMMs relative to per-tensor FP8 GEMMs of the same shapes (the rate the catalog's
+per-tensor FP8 figure gives): Transformer Engine docs/examples/gemm_profiling/gemm_profiling.rst (commit
+1609c890e), 'Autocast vs Pre-quantized', B300, kernel-only (``--pre-quantize``) per-layer GEMM time of a
+hidden 4096 / intermediate 16384 layer at M = 15,872: FP8 CurrentScaling 6.812 ms, MXFP8 7.161 ms
+(Fprop + Dgrad + Wgrad). Blackwell's block-scaled MMA reads the 1 x 32 scales with the operands."""
+NVFP4_CAST_BYTES_PER_ELEMENT = 2.0 + 0.5 + 0.5 + 2 / 16
 """NVFP4 (NVIDIA, "Pretraining Large Language Models with NVFP4", arXiv:2509.25149): 16-element
 blocks with an E4M3 scale and a per-tensor FP32 scale (hence an amax read, 2 B), two 4-bit copies."""
 FP8_DISPATCH_BYTES = 1.0 + 4.0 / 128
@@ -52,6 +72,8 @@ class Recipe:
     fp8: np.ndarray                   # bool: linear GEMMs in FP8
     other_peak_flops: np.ndarray      # FLOP/s of attention core and logits
     cast_bytes_per_element: np.ndarray
+    amax_bytes_per_element: np.ndarray
+    gemm_rate: np.ndarray             # the linear GEMMs' rate relative to the per-tensor FP8 (or 16-bit) peak
     weight_bytes: np.ndarray
     optimizer_bytes: np.ndarray
     dispatch_bytes: np.ndarray
@@ -74,7 +96,12 @@ class Recipe:
         return cls(fp8=fp8,
                    other_peak_flops=b(where(fp8, system.peak_flops_bf16, system.peak_flops)),
                    cast_bytes_per_element=b(where(fp4, NVFP4_CAST_BYTES_PER_ELEMENT,
-                                                     where(fp8, CAST_BYTES_PER_ELEMENT[code], 0.0))),
+                                                     where(fp8, CAST_BYTES_PER_ELEMENT[code]
+                                                           - where(code == 0, system.fp8_gemm_any_layout, 0.0),
+                                                           0.0))),
+                   gemm_rate=b(where((prec == "fp8") & (code == 2), MXFP8_GEMM_RATE, 1.0)),
+                   amax_bytes_per_element=b(where(fp4, NVFP4_AMAX_BYTES_PER_ELEMENT,
+                                                     where(fp8, AMAX_BYTES_PER_ELEMENT[code], 0.0))),
                    weight_bytes=b(2.0),
                    optimizer_bytes=b(4.0 + moments), dispatch_bytes=b(dispatch), combine_bytes=b(2.0),
                    unfused_loss=b(np.asarray(v["training.loss"]) == "unfused"),
@@ -90,17 +117,26 @@ class Recipe:
         n = np.shape(system.peak_flops)
         z = np.zeros(n)
         return cls(fp8=z.astype(bool), other_peak_flops=system.peak_flops, cast_bytes_per_element=z,
+                   amax_bytes_per_element=z, gemm_rate=z + 1.0,
                    weight_bytes=z + 2.0, optimizer_bytes=z + 12.0,
                    dispatch_bytes=z + 2.0, combine_bytes=z + 2.0)
 
 
-def cast_elements_per_token_layer(m, mlp_inner_width=None):
-    """Elements quantized to FP8 per token and layer: the input (forward) and the output gradient
-    (backward) of every FP8 GEMM. Attention: QKV and projection, ~4 h. MLP of width f (k_f = 2 gated,
-    1 plain: fc1 output width k_f f): 2 h + (1 + k_f) f, once per routed copy (top_k x capacity_factor)
-    and shared expert in MoE layers (mean over layers)."""
+def cast_elements(m):
+    """(forward, backward, forward with a separate amax, backward with a separate amax) elements quantized
+    per token and layer, the K (forward) and N (backward) widths of the layer's GEMMs (gemm.layer_gemm_shapes)
+    at tp = 1. Forward: the inputs of QKV and the output projection (2 h) and of each MLP copy's up and down
+    projections (h + f); backward: their output gradients (h (1 + 2 g/a) + h; (k_f f + h) per MLP copy).
+    The amax is computed by the producer only for the norm-fed inputs: QKV (h) and, in dense layers, the
+    MLP up-projection (h) (TE LayerNormLinear; MoE layers normalise before the router and permute the
+    tokens). Megatron-Core's own SwiGLU (``use_te_activation_func`` False by default) and all backward
+    gradients take the separate pass."""
     from explore.model import moe as _moe
     kf = where(m.gated_mlp, 2.0, 1.0)
-    mlp = lambda f: 2.0 * m.hidden + (1.0 + kf) * f  # noqa: E731
-    moe_layer = (m.top_k * m.capacity_factor + m.shared_experts) * mlp(m.moe_ffn_hidden)
-    return 4.0 * m.hidden + _moe.mean_over_layers(m, moe_layer, mlp(m.ffn_hidden))
+    h = m.hidden
+    copies = m.top_k * m.capacity_factor + m.shared_experts
+    fwd = 2.0 * h + _moe.mean_over_layers(m, copies * (h + m.moe_ffn_hidden), h + m.ffn_hidden)
+    bwd = h * (2.0 + 2.0 * m.kv_heads / m.heads) + _moe.mean_over_layers(m, copies * (kf * m.moe_ffn_hidden + h),
+                                                                          kf * m.ffn_hidden + h)
+    fused = h + _moe.mean_over_layers(m, 0.0, h)
+    return fwd, bwd, fwd - fused, bwd

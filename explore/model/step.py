@@ -62,7 +62,7 @@ from explore.model.workload import (ModelSpec, activation_bytes_per_layer,
                               mlp_inner_width)
 from explore.model.fabric import Fabric  # noqa: F401  (re-exported: explore.model.step.Fabric)
 from explore.model import context as ctx, moe, moe_overlap  # issue 11
-from explore.model.precision import Recipe, cast_elements_per_token_layer  # issue 11
+from explore.model.precision import Recipe, cast_elements  # issue 11
 from topologies.placement import group_span  # issue 11
 from explore.model.pipeline_p2p import ACT_BYTES, pipeline_p2p
 
@@ -83,7 +83,7 @@ def stage_layers(m: ModelSpec, plan: ParallelPlan):
 
 
 def layer_compute(m: ModelSpec, b, cp, t, sp, flash, peak, peak_other, hbm, cast_bytes_per_element,
-                  foundry, unpad, c: cal.Calibration) -> dict[str, np.ndarray]:
+                  amax_bytes_per_element, foundry, unpad, c: cal.Calibration) -> dict[str, np.ndarray]:
     """Forward compute times of one layer and microbatch on one device: GEMMs at the matmul
     ``peak``, attention core at ``peak_other``, memory-bound work and softmax at ``hbm``; and the
     backward's memory-bound work (``mem_bwd``): 2 x the forward's, or with ``foundry``
@@ -111,7 +111,10 @@ def layer_compute(m: ModelSpec, b, cp, t, sp, flash, peak, peak_other, hbm, cast
     act_fn_bytes = where(m.gated_mlp, 6.0, 4.0) * tokens_mb * f / t
     repl_bytes = cal.MEMBOUND_BYTES_PER_SBH_REPLICATED * sbh / where(sp, t, 1.0)
     softmax_bytes = where(flash, 0.0, cal.SOFTMAX_BYTES_PER_SCORE * m.heads * sq * tokens_mb / t)
-    cast_bytes = cast_bytes_per_element * cast_elements_per_token_layer(m) * tokens_mb / t  # issue 11
+    # issue 11: FP8 casts, the GEMM inputs in the forward and the output gradients in the backward, once each
+    e_fwd, e_bwd, a_fwd, a_bwd = cast_elements(m)
+    cast_bytes = (cast_bytes_per_element * e_fwd + amax_bytes_per_element * a_fwd) * tokens_mb / t
+    cast_bytes_bwd = (cast_bytes_per_element * e_bwd + amax_bytes_per_element * a_bwd) * tokens_mb / t
     t_mem = (act_fn_bytes + repl_bytes + cast_bytes) / hbm
     t_softmax = softmax_bytes / hbm
     fnd = np.asarray(foundry) > 0
@@ -120,9 +123,10 @@ def layer_compute(m: ModelSpec, b, cp, t, sp, flash, peak, peak_other, hbm, cast
     bwd_sbh = cal.FOUNDRY_BWD_BYTES_PER_SBH + where(pad, cal.FOUNDRY_UNPAD_BWD_BYTES_PER_SBH, 0.0)
     t_mem_fnd = (fwd_sbh * sbh / t + act_fn_bytes + cast_bytes) / hbm
     t_bwd_fnd = (bwd_sbh * sbh / t + cal.FOUNDRY_BWD_BYTES_PER_FFN_ELEMENT * tokens_mb * f / t
-                 + 2.0 * cast_bytes) / hbm
+                 + cast_bytes_bwd) / hbm
     return {"gemm": t_gemm, "attn": t_attn, "mem": where(fnd, t_mem_fnd, t_mem),
-            "mem_bwd": where(fnd, t_bwd_fnd, 2.0 * t_mem), "softmax": t_softmax}
+            "mem_bwd": where(fnd, t_bwd_fnd, 2.0 * (act_fn_bytes + repl_bytes) / hbm + cast_bytes_bwd / hbm),
+            "softmax": t_softmax}
 
 
 def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
@@ -135,7 +139,10 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     recipe = recipe if recipe is not None else Recipe.default(s)
     tokens_mb = b * sq / cp
     # --- end issue 11
-    peak = s.peak_flops * s.matmul_peak_fraction   # measured max achievable matmul rate (catalog)
+    # measured max achievable matmul rate (catalog) at the linear GEMMs' precision (FP8: its own figure)
+    # and recipe (MXFP8's block-scaled GEMMs: precision.MXFP8_GEMM_RATE)
+    peak = (s.peak_flops * where(np.isnan(s.gemm_peak_fraction), s.matmul_peak_fraction, s.gemm_peak_fraction)
+            * recipe.gemm_rate)
     peak_other = recipe.other_peak_flops * s.matmul_peak_fraction  # attention core, logits (issue 11)
     hbm = s.hbm_bandwidth_bytes_per_s * c.hbm_efficiency
     fab = Fabric(s, c)
@@ -147,7 +154,8 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     attn_flops = layer_attention_flops_per_token(m) * tokens_mb / t
     sbh = tokens_mb * h
     f = mlp_inner_width(m)
-    args = (b, cp, t, sp, flash, peak, peak_other, hbm, recipe.cast_bytes_per_element, recipe.foundry_kernels,
+    args = (b, cp, t, sp, flash, peak, peak_other, hbm, recipe.cast_bytes_per_element,
+            recipe.amax_bytes_per_element, recipe.foundry_kernels,
             recipe.foundry_unpad)
     n = max(np.size(a) for a in args)
     rows = (UniqueRows(list(args) + varying(n, m), n)

@@ -59,6 +59,9 @@ class SystemSpec:
     network: object | None = None                # topologies.network.NetworkSpec (the step model requires it)
     interruptions_given: np.ndarray = False      # issue 11: an all-cause rate per device was given explicitly
     matmul_peak_fraction: np.ndarray = 1.0       # measured max achievable matmul FLOP/s / dense peak
+    gemm_peak_fraction: np.ndarray = np.nan      # the same at the linear GEMMs' precision (FP8: catalog
+                                                 # matmul_peak_fraction_fp8); NaN = matmul_peak_fraction
+    fp8_gemm_any_layout: np.ndarray = 0.0        # 1: FP8 GEMMs take any operand layout (no transposed copies)
     su_in_switch_reduction: np.ndarray = 0.0     # 1: the scale-up switch reduces (NVLink SHARP), 0: no
     su_bus_efficiency: np.ndarray = np.nan       # measured ring bus bandwidth / su_bandwidth_bps (catalog bus_efficiency)
     sub_domains: tuple = ()                      # (size, NetworkSpec) per split of the domain (sub_domain_networks)
@@ -234,8 +237,13 @@ def build_system(r) -> SystemSpec:
     parts = acc["hw"] if "hw" in acc else None
     # the catalog part (or the parametric design's base part): measured max achievable matmul rate
     ids = v.get("system.accelerator")
-    kw["matmul_peak_fraction"] = (lookup("accelerators", ids, "matmul_peak_fraction") if ids is not None
-                                  else lookup("accelerators", np.array(["h100-sxm-80gb"]), "matmul_peak_fraction"))
+    ids_or = ids if ids is not None else np.array(["h100-sxm-80gb"])
+    kw["matmul_peak_fraction"] = lookup("accelerators", ids_or, "matmul_peak_fraction")
+    # FP8 GEMMs at the part's measured FP8 rate (per-tensor scaled, catalog matmul_peak_fraction_fp8); the
+    # layout flag decides whether an FP8 cast writes a transposed copy (precision.py)
+    kw["gemm_peak_fraction"] = np.where(prec == "fp8", lookup("accelerators", ids_or, "matmul_peak_fraction_fp8"),
+                                        kw["matmul_peak_fraction"])
+    kw["fp8_gemm_any_layout"] = lookup("accelerators", ids_or, "fp8_gemm_any_layout")
     kw["su_in_switch_reduction"] = in_switch_reduction(v["system.scale_up.link"])
     kw["su_bus_efficiency"] = bus_efficiency(v["system.scale_up.link"])
     network = network_spec(r)

@@ -43,12 +43,32 @@ def test_every_asserted_run_within_22_percent(errors):
 def test_megatron_bridge_dense_group_is_asserted_and_within_its_bounds(errors):
     """Held out, no refit: 12 dense Llama 3 / 3.1 rows of the Megatron-Bridge performance summary
     (8 to 1,024 GPUs, every plan field printed), all representable, so all asserted. Measured at
-    commit time: MAPE 14.96 %, worst 35.55 % (Llama 3 8B FP8-CS on 8 B200, the model too slow);
-    bounds set just above, to be tightened."""
+    commit time: MAPE 11.35 %, worst 18.49 % (Llama 3 8B FP8-CS on 8 B200, the model too slow; 15.03 /
+    35.55 % before the FP8 casts were counted once and the FP8 GEMMs took their own rates); bounds set
+    just above, to be tightened."""
     assert len(VF.MBRIDGE_DENSE) == 12 and not set(VF.MBRIDGE_DENSE) & set(VF.EXCLUDED)
     e = np.abs([errors[r] for r in VF.MBRIDGE_DENSE])
-    assert e.mean() <= 0.152, f"dense group MAPE {100 * e.mean():.2f} %"
-    assert e.max() <= 0.36, f"dense group worst {100 * e.max():.2f} %"
+    assert e.mean() <= 0.115, f"dense group MAPE {100 * e.mean():.2f} %"
+    assert e.max() <= 0.187, f"dense group worst {100 * e.max():.2f} %"
+
+
+TWINS = (("mbridge2511_b200_llama3_8b_mxfp8_8", "mbridge2511_b200_llama3_8b_fp8_8"),
+         ("mbridge2511_gb200_llama3_8b_mxfp8_8", "mbridge2511_gb200_llama3_8b_fp8_8"),
+         ("mbridge2511_b200_llama31_405b_mxfp8_128", "mbridge2511_b200_llama31_405b_fp8_128"),
+         ("mbridge2606_gb200_llama31_405b_mxfp8_256", "mbridge2606_gb200_llama31_405b_fp8_256"))
+
+
+@pytest.mark.parametrize("mx,cs", TWINS)
+def test_mxfp8_is_slower_than_fp8_current_scaling_as_published(mx, cs):
+    """Every published MXFP8 / FP8-CS twin is slower in MXFP8 (step ratios 1.037-1.077); the model ranks
+    them the same way (MXFP8's block-scaled GEMMs, precision.MXFP8_GEMM_RATE, outweigh its cheaper casts
+    on Blackwell, where per-tensor FP8 writes no transposed copy)."""
+    rows = {r["run_id"]: float(r["step_time_s"]) for r in VF.load_rows()}
+    cases = {rid: sc for rid, sc, _, _ in VF.load_cases() if rid in (mx, cs)}
+    from explore.evaluate import evaluate
+    t = {rid: float(evaluate(sc, keep_invalid=True)["step_time_s"][0]) for rid, sc in cases.items()}
+    assert rows[mx] > rows[cs]
+    assert t[mx] > t[cs]
 
 
 @pytest.mark.parametrize("rid", VF.MBRIDGE_DENSE + ("mbridge2606_h100_llama31_405b_fp8_1024",))
