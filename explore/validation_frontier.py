@@ -179,6 +179,30 @@ RECIPE_FACTS = {  # published per-run configuration beyond the CSV columns: (fac
                                   "compute; tokens go once per node over IB, then NVLink (Sec. 3.2.2)"),
 }
 
+# Pipeline transfers of the Megatron-Bridge Llama rows with pp > 1 and vp > 1: CommOverlapConfig
+# _get_model_comm_overlap_cfgs (src/megatron/bridge/training/comm_overlap.py at 5776a6d90, 74695a06d,
+# c270efc50) sets overlap_p2p_comm True and batch_p2p_comm False, no Llama perf recipe overrides them.
+# The pinned Megatron-LM (3rdparty/Megatron-LM: 92c8482e6d, 23265d2db3, addc601f57) decides the count
+# (explore.model.pipeline_p2p.overlapped_p2p_transfers): from addc601f57 a forward send is waited as
+# soon as it is posted when deallocate_pipeline_outputs, which GPTModelProvider sets True.
+P2P_OVERLAP = (" Pipeline transfers: Megatron-Bridge comm_overlap.py _get_model_comm_overlap_cfgs at the row's "
+               "commit sets overlap_p2p_comm (batch_p2p_comm off) for pp > 1, vp > 1; its Megatron-LM {mlm} "
+               "schedules.py forward_backward_pipelining_with_interleaving {rule}")
+_P2P_ROWS = {
+    **{rid: ("overlapped", "92c8482e6d", "waits each steady-state send when the next is posted")
+       for rid in ("mbridge2511_h100_llama31_405b_fp8_1024", "mbridge2511_h100_llama3_70b_fp8_64",
+                   "mbridge2511_b200_llama31_405b_fp8_128", "mbridge2511_b200_llama31_405b_mxfp8_128")},
+    **{rid: ("overlapped", "23265d2db3", "waits each steady-state send when the next is posted")
+       for rid in ("mbridge2604_h100_llama3_70b_fp8_64", "mbridge2604_gb200_llama3_70b_mxfp8_64")},
+    **{rid: ("overlapped_send_wait", "addc601f57", "waits each forward send once posted "
+             "(deallocate_pipeline_outputs True in GPTModelProvider)")
+       for rid in ("mbridge2606_gb200_llama31_405b_fp8_256", "mbridge2606_gb200_llama31_405b_mxfp8_256",
+                   "mbridge2606_h100_llama31_405b_fp8_1024")},
+}
+for _rid, (_mode, _mlm, _rule) in _P2P_ROWS.items():
+    _facts, _src = RECIPE_FACTS[_rid]
+    RECIPE_FACTS[_rid] = ({**_facts, "pp_p2p": _mode, "grad_reduce_window": "per_chunk"}, _src + P2P_OVERLAP.format(mlm=_mlm, rule=_rule))
+
 # Runs reported but not in the asserted set, with the reason (decided by what the model can represent,
 # the same rule for every run, not by the error):
 EXCLUDED = {
