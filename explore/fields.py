@@ -137,6 +137,11 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "moe_dispatcher": Field("choice", "alltoall", choices=("alltoall", "deepep"),
                                 doc="alltoall: one copy per selected expert; deepep: one copy per remote "
                                     "scale-up domain, forwarded inside it (DeepEP / HybridEP)"),
+        "moe_permute_fusion": Field("bool", True,
+                                    doc="Transformer Engine's fused MoE permute / unpermute (Megatron-Core "
+                                        "moe_permute_fusion); False: the unfused PyTorch passes Megatron-Core runs "
+                                        "by default (moe_utils.permute / unpermute), charged as memory traffic "
+                                        "per MoE layer (explore/model/moe.py unfused_permute_bytes)"),
         "overlap_moe_comm": Field("bool", False,
                                   doc="overlap MoE all-to-all with another microbatch's compute (EP A2A overlap): "
                                       "Megatron-Core's combined 1F1B, steady-state forward/backward "

@@ -97,6 +97,13 @@ FP8_GATHER_MBRIDGE = ("; parameters gathered in FP8, 1 byte (fp8_param_gather Tr
                       "src/megatron/bridge/training/mixed_precision.py bf16_with_fp8_current_scaling_mixed, which "
                       "scripts/performance/utils/precision.py get_precision_config returns for fp8_cs, at the same "
                       "commit)")
+NEMO_MOE = ("; MoE layer: the Mixtral recipes' pretrain_performance_optimizations (performance_mode=True in "
+            "the perf scripts) add MegatronTokenDropCallback (moe_expert_capacity_factor 1.0, "
+            "moe_pad_expert_input_to_capacity True: MoEAlltoAllTokenDispatcher's drop-and-pad path, "
+            "token_dispatcher.py preprocess, takes the counts from the capacity on the host, no device-to-host "
+            "copy or stream synchronize); moe_token_dispatcher_type alltoall; moe_permute_fusion left at "
+            "Megatron-Core's default False (TransformerConfig), only the DeepSeek-V3 / Llama 4 perf scripts set it: "
+            "the unfused moe_utils.permute / unpermute run (explore/model/moe.py unfused_permute_bytes)")
 MXFP8_GATHER_MBRIDGE = ("; parameter gather kept at 2 bytes: bf16_with_mxfp8_mixed (same file and commit) sets "
                         "fp8_param_gather with reuse_grad_buf_for_mxfp8_param_ag (the gather goes through the "
                         "gradient buffer), and the bytes it moves per parameter are not determined here")
@@ -132,8 +139,10 @@ RECIPE_FACTS = {  # published per-run configuration beyond the CSV columns: (fac
                                                "llama31_405b_pretrain_1024gpu_h100_fp8cs_config: TP 8 PP 8 CP 2 VP 8, "
                                                "microbatch 1, GBS 1536"),
     **{rid: (dict(virtual_stages=8, grad_reduce_bytes=4), LLAMA3_PLAN) for rid in LLAMA3_ROWS},
-    **{rid: (dict(grad_reduce_bytes=2, param_gather_bytes=1.0), NEMO_2502_FP8) for rid in NEMO_2502_ROWS},
-    **{rid: (dict(grad_reduce_bytes=2, param_gather_bytes=1.0), NEMO_2504_FP8) for rid in NEMO_2504_ROWS},
+    **{rid: (dict(grad_reduce_bytes=2, param_gather_bytes=1.0, moe_permute_fusion=False), NEMO_2502_FP8 + NEMO_MOE)
+       for rid in NEMO_2502_ROWS},
+    **{rid: (dict(grad_reduce_bytes=2, param_gather_bytes=1.0, moe_permute_fusion=False), NEMO_2504_FP8 + NEMO_MOE)
+       for rid in NEMO_2504_ROWS},
     "torchtitan_405b_fp8_512_interleaved": (dict(param_gather_bytes=1.0),
                                             "pytorch/torchtitan train_configs/llama3_405b.toml at the benchmark's commit "
                                             "9dec370ad2 (pytorch/torchtitan:benchmarks/llama3_h100_202412_torchtitan.md, Versions and Dates): "

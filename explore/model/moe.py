@@ -112,3 +112,22 @@ def scale_out_copy_fraction(m, ep, inner, deepep):
     per_copy = (ep - inner) / ep
     dedup = remote_domains_hit(m, ep / inner) / m.top_k
     return where(deepep, np.minimum(dedup, per_copy), per_copy)
+
+
+def unfused_permute_bytes(m, tokens_rank, element_bytes=2.0):
+    """HBM bytes of Megatron-Core's unfused permute / unpermute (moe_permute_fusion False), one MoE
+    layer and microbatch on a rank, (forward, backward). Megatron-LM core_r0.11.0 (791b70e031) /
+    core_r0.12.0 (3cdfd613e6) megatron/core/transformer/moe/moe_utils.py, with X the permuted copies
+    (tokens x top_k x capacity_factor rows of h elements) and T the tokens (tokens x h):
+      forward  permute: tokens.index_select (read X, write X); unpermute: permuted_tokens * probs
+               (read X, write X), torch.zeros (write T), scatter_add_ (read X, write T): 5X + 2T;
+      backward (autograd) scatter_add_ -> gather (read X, write X); the broadcast mul -> grad * probs
+               (read X, write X) and grad * tokens summed over h for the probs' gradient (read 2X,
+               write X, read X); index_select -> zeros + index_add_ (write T, read X, write T): 9X + 2T.
+    The fused kernels (Transformer Engine moe_permute / moe_unpermute) are not charged: the same
+    copies in one pass each (2X + 2T forward), left out for every row as before.
+    The router's softmax / top-k / capacity and aux-loss kernels act on tokens x experts fp32 scores
+    (no h factor) and are not charged."""
+    x = tokens_rank * m.top_k * m.capacity_factor * m.hidden * element_bytes
+    t = tokens_rank * m.hidden * element_bytes
+    return 5.0 * x + 2.0 * t, 9.0 * x + 2.0 * t

@@ -49,6 +49,7 @@ class ParallelPlan:
     overlap_moe_comm: np.ndarray = False
     etp: np.ndarray = 1.0                 # expert tensor parallel degree (default: tp)
     deepep: np.ndarray = False            # dispatcher sends one copy per remote scale-up domain
+    permute_fusion: np.ndarray = True     # fused MoE permute / unpermute (moe.unfused_permute_bytes)
     runtime_torch: np.ndarray = False     # PyTorch-native runtime memory (runtime_memory.py)
     runtime_deepspeed: np.ndarray = False  # DeepSpeed ZeRO-3 per-submodule gathers (runtime_memory.py)
     zero3_calls_per_layer: np.ndarray = 1.0   # ZeRO-3 collectives per layer and pass (1: coalesced)
@@ -96,6 +97,7 @@ class ParallelPlan:
                   overlap_moe_comm=np.asarray(v["parallelism.overlap_moe_comm"], bool),
                   etp=v["parallelism.etp"].astype(float) if "parallelism.etp" in v else tp,
                   deepep=np.asarray(v["parallelism.moe_dispatcher"]) == "deepep",
+                  permute_fusion=np.asarray(v["parallelism.moe_permute_fusion"], bool),
                   runtime_torch=np.asarray(v["parallelism.runtime"]) == "torch",
                   runtime_deepspeed=np.asarray(v["parallelism.runtime"]) == "deepspeed",
                   zero3_calls_per_layer=v["parallelism.zero3_calls_per_layer"].astype(float),

@@ -136,6 +136,16 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
         out_frac = moe.scale_out_copy_fraction(m, ep, group_span(etp, ep, fab.domain)[0], plan.deepep)
         both = moe.a2a_buffer_bytes(m, tokens_rank, recipe.dispatch_bytes + recipe.combine_bytes)
         a2a_fwd = moe.moe_layer_fraction(m) * where(ep > 1, fab.all_to_all(both, etp, ep, out_frac, 2.0), 0.0)
+        # Megatron-Core's unfused permute / unpermute passes (moe_permute_fusion False), memory-bound
+        # compute of the MoE layer (moe.unfused_permute_bytes)
+        perm_fwd, perm_bwd = moe.unfused_permute_bytes(m, tokens_rank, ACT_BYTES)
+        unfused = moe.moe_layer_fraction(m) * where((ep > 1) & ~np.asarray(plan.permute_fusion, bool), 1.0, 0.0) / hbm
+        t_mem = t_mem + unfused * perm_fwd
+        t_mem_bwd = t_mem_bwd + unfused * perm_bwd
+        other_fwd = t_attn + t_mem + t_softmax
+        other_bwd = 2.0 * (t_attn + t_softmax) + t_mem_bwd
+        fwd_compute = t_gemm + other_fwd
+        bwd_compute = 2.0 * t_gemm + other_bwd
     ov_tp = plan.overlap_tp_comm
     fwd_base = where(ov_tp, overlap.hide(t_gemm, tp_collective, kappa) + other_fwd, fwd_compute + tp_collective)
     bwd_base = where(ov_tp, overlap.hide(2.0 * t_gemm, tp_collective, kappa) + other_bwd,
