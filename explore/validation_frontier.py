@@ -145,7 +145,7 @@ RECIPE_FACTS = {  # published per-run configuration beyond the CSV columns: (fac
        for rid in NEMO_2504_ROWS},
     "torchtitan_405b_fp8_512_interleaved": (dict(param_gather_bytes=1.0),
                                             "pytorch/torchtitan train_configs/llama3_405b.toml at the benchmark's commit "
-                                            "9dec370ad2 (pytorch/torchtitan:benchmarks/llama3_h100_202412_torchtitan.md, Versions and Dates): "
+                                            "9dec370ad2 (pytorch/torchtitan, the Markdown file benchmarks/llama3_h100_202412_torchtitan, Versions and Dates): "
                                             "[float8] enable_float8_linear, enable_fsdp_float8_all_gather and "
                                             "precompute_float8_dynamic_scale_for_fsdp true (FSDP gathers Float8Linear "
                                             "weights in 1 byte); the 70B and 8B configs there leave float8 off, so the "
