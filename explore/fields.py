@@ -154,6 +154,16 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "overlap_grad_reduce": Field("bool", True, doc="overlap DP gradient reduction with backward"),
         "overlap_param_gather": Field("bool", True, doc="overlap ZeRO parameter all-gathers with compute"),
         "overlap_tp_comm": Field("bool", False, doc="overlap tensor-parallel collectives with GEMMs (Megatron-Core --tp-comm-overlap)"),
+        "tp_overlap": Field("choice", "layer", choices=("layer", "per_gemm"),
+                            doc="with overlap_tp_comm, what the tensor-parallel collectives hide under: layer (the "
+                                "layer's collectives summed under all its GEMMs, forward and backward) or per_gemm "
+                                "(Transformer Engine userbuffers as Megatron-Bridge's FP8 Llama 3.1 405B layouts set "
+                                "it: each collective fused into one GEMM and waited at its end; ring-exchange "
+                                "forward all-gathers / reduce-scatters and data-gradient all-gathers under (tp - 1) "
+                                "/ tp of their GEMM, the backward's bulk input all-gather and data-gradient "
+                                "reduce-scatter under the qkv / fc1 data- and weight-gradient GEMMs, all-gathers in "
+                                "FP8 under an FP8 recipe, plus the ring reduce-scatter's reduce pass; "
+                                "overlap.userbuffers_exposed)"),
         "grad_reduce_bytes": Field("int", 4, lo=1, hi=4, doc="bytes per gradient element in the DP reduction and in the "
                                                              "main-gradient buffer (fp32 main grads: 4)"),
         "param_gather_bytes": Field("float", 2.0, lo=1, hi=4,

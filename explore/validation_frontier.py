@@ -212,6 +212,32 @@ for _rid, (_mode, _mlm, _rule) in _P2P_ROWS.items():
     _facts, _src = RECIPE_FACTS[_rid]
     RECIPE_FACTS[_rid] = ({**_facts, "pp_p2p": _mode, "grad_reduce_window": "per_chunk"}, _src + P2P_OVERLAP.format(mlm=_mlm, rule=_rule))
 
+# Tensor-parallel overlap of the Megatron-Bridge dense rows with tp > 1: the perf scripts' llama3/llama31
+# *_pretrain_config_{b200,gb200,h100} set tp_comm_overlap (the base recipes' CommOverlapConfig True, off only
+# for nvfp4) with an FP8 userbuffers layout from src/megatron/bridge/training/comm_overlap.py that is the same
+# for every one of them: qkv/fc1 fprop and proj/fc2 dgrad RingExchangeOverlapCfg, proj/fc2 fprop
+# RingExchangeOverlapCfg (num_sm 1), qkv/fc1 dgrad and wgrad BulkOverlapCfg. Transformer Engine runs each as one
+# GEMM call that waits for its transfers (comm_gemm_overlap.cpp split_overlap_ag / split_overlap_rs /
+# bulk_overlap, release_v2.9 as pinned at 5776a6d90, the same at c270efc50's f8a01cd5ac), the ring
+# reduce-scatter summing its chunks after the last one (reduce_bf16); TE's layernorm_linear.py / linear.py
+# quantize before the userbuffers all-gather (FP8 gathers).
+TP_UB = (" TP overlap: comm_overlap.py {cfg} (tp_comm_overlap True): ring-exchange qkv/fc1 fprop, proj/fc2 fprop "
+         "and dgrad, bulk qkv/fc1 dgrad + wgrad; Transformer Engine comm_gemm_overlap.cpp fuses each collective "
+         "into its GEMM call (tp_overlap per_gemm)")
+_TP_UB_ROWS = {
+    "mbridge2606_gb200_llama31_405b_fp8_256": "userbuffers_fp8_b200_h16384_tp4_cp2_mbs1_seqlen8192 (c270efc50)",
+    "mbridge2606_gb200_llama31_405b_mxfp8_256": "userbuffers_fp8_b200_h16384_tp4_cp2_mbs1_seqlen8192 (c270efc50)",
+    "mbridge2604_h100_llama3_70b_fp8_64": "userbuffers_fp8_h100_h8192_tp4_mbs1_seqlen8192 (74695a06d)",
+    "mbridge2604_gb200_llama3_70b_mxfp8_64": "userbuffers_fp8_b200_h8192_tp2_mbs1_seqlen8192 (74695a06d)",
+    "mbridge2511_h100_llama31_405b_fp8_1024": "userbuffers_fp8_h100_h16384_tp8_cp2_mbs1_seqlen8192 (5776a6d90)",
+    "mbridge2511_h100_llama3_70b_fp8_64": "userbuffers_fp8_h100_h8192_tp4_mbs1_seqlen8192 (5776a6d90)",
+    "mbridge2511_b200_llama31_405b_fp8_128": "userbuffers_fp8_b200_h16384_tp4_cp2_mbs1_seqlen8192 (5776a6d90)",
+    "mbridge2511_b200_llama31_405b_mxfp8_128": "userbuffers_fp8_b200_h16384_tp4_cp2_mbs1_seqlen8192 (5776a6d90)",
+}
+for _rid, _cfg in _TP_UB_ROWS.items():
+    _facts, _src = RECIPE_FACTS[_rid]
+    RECIPE_FACTS[_rid] = ({**_facts, "tp_overlap": "per_gemm"}, _src + TP_UB.format(cfg=_cfg))
+
 # Runs reported but not in the asserted set, with the reason (decided by what the model can represent,
 # the same rule for every run, not by the error):
 EXCLUDED = {

@@ -101,3 +101,40 @@ def per_chunk_reduce(compute, bwd_stage, v, group, comm):
     before = np.asarray(compute, dtype=float) - ((v - 1.0) * group + 1.0) * chunk
     bound = np.asarray(compute, dtype=float) - chunk + np.asarray(comm, dtype=float) / v
     return before, bound
+
+
+def userbuffers_exposed(gemms, gather, scatter, reduce_pass, tp, slowdown):
+    """Exposed (forward, backward) time of one layer's tensor-parallel collectives under Transformer
+    Engine's userbuffers overlap (Megatron-Core tp_comm_overlap, ``parallelism.tp_overlap`` per_gemm),
+    as the FP8 layouts of Megatron-Bridge's comm_overlap.py userbuffers_fp8_{b200_h16384_tp4,
+    h100_h16384_tp8}_cp2_mbs1_seqlen8192 place them: each collective is fused into one GEMM call and
+    waited at its end (transformer_engine/common/comm_gemm_overlap/comm_gemm_overlap.cpp, release_v2.9:
+    the main stream waits on the send/recv streams before the call returns), so it hides under that
+    GEMM only, never under the layer's others.
+
+    ``gemms`` = (qkv, proj, fc1, fc2) forward GEMM times; a backward data- or weight-gradient GEMM
+    takes the same time. ``gather`` / ``scatter``: one all-gather / reduce-scatter of the layer's
+    sequence-parallel activation over the tensor group; ``reduce_pass``: the HBM pass that sums a
+    ring reduce-scatter's tp received chunks (reduce_bf16 / reduce_fp8_in_bf16_out, on the main stream
+    after the last chunk).
+
+    * ring exchange (split_overlap_ag / split_overlap_rs; qkv, fc1 forward all-gathers, proj, fc2
+      forward reduce-scatters, proj, fc2 data-gradient all-gathers): the GEMM runs in tp chunks, the
+      first (all-gather) or last (reduce-scatter) without a transfer beside it, so the window is
+      (tp - 1) / tp of the GEMM; a reduce-scatter adds its reduce pass;
+    * bulk (bulk_overlap; qkv, fc1 backward): the input all-gather for the weight gradient under the
+      data-gradient GEMM, the data gradient's reduce-scatter under the weight-gradient GEMM, whole.
+
+    Each exposure is hide(window, comm) - window (the overlap slowdown applies to the hidden part), so
+    the layer's wall time, GEMMs + exposures, is non-decreasing in every GEMM and every collective."""
+    qkv, proj, fc1, fc2 = (np.asarray(g, dtype=float) for g in gemms)
+    r = (np.asarray(tp, dtype=float) - 1.0) / np.asarray(tp, dtype=float)
+
+    def exp(window, comm):
+        return hide(window, comm, slowdown) - np.asarray(window, dtype=float)
+
+    fwd = (exp(r * qkv, gather) + exp(r * proj, scatter) + exp(r * fc1, gather) + exp(r * fc2, scatter)
+           + 2.0 * np.asarray(reduce_pass, dtype=float))
+    bwd = (exp(r * proj, gather) + exp(r * fc2, gather)
+           + exp(qkv, gather) + exp(qkv, scatter) + exp(fc1, gather) + exp(fc1, scatter))
+    return fwd, bwd

@@ -66,6 +66,7 @@ class ParallelPlan:
     pp_p2p_overlapped: np.ndarray = False  # Megatron-Core interleaved, overlap_p2p_comm: fill/drain chains wait
     pp_p2p_send_wait: np.ndarray = False   # ... and each steady-state forward send waited at once (addc601f57)
     rs_per_chunk: np.ndarray = False       # interleaved: each chunk's reduction from its last backward (overlap.py)
+    tp_per_gemm: np.ndarray = False        # TE userbuffers: each TP collective under its own GEMM (overlap.py)
     pp_scatter_grads: np.ndarray = True  # backward activation gradients scattered over the tensor group
     grad_acc_hook: np.ndarray = False      # an element-wise gradient add per parameter and microbatch (step.py)
     grad_acc_autograd: np.ndarray = False  # ... in every microbatch but the first (step.py)
@@ -114,6 +115,7 @@ class ParallelPlan:
                   pp_p2p_overlapped=np.isin(np.asarray(v["parallelism.pp_p2p"]), ("overlapped", "overlapped_send_wait")),
                   pp_p2p_send_wait=np.asarray(v["parallelism.pp_p2p"]) == "overlapped_send_wait",
                   rs_per_chunk=np.asarray(v["parallelism.grad_reduce_window"]) == "per_chunk",
+                  tp_per_gemm=np.asarray(v["parallelism.tp_overlap"]) == "per_gemm",
                   pp_scatter_grads=np.asarray(v["parallelism.pp_scatter_grads"], bool),
                   grad_acc_hook=np.asarray(v["parallelism.grad_accumulation"]) == "hook",
                   grad_acc_autograd=np.asarray(v["parallelism.grad_accumulation"]) == "autograd",

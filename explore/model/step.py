@@ -53,7 +53,7 @@ from hwmodels.select import where
 
 from explore.model import calibration as cal
 from explore.model.cardinality import UniqueRows, per_rows, sharing_allowed, varying
-from explore.model import memory, overlap, runtime_memory as rt
+from explore.model import gemm, memory, overlap, runtime_memory as rt
 from explore.model.plan import ParallelPlan
 from explore.model.system import SystemSpec
 from explore.model.workload import (ModelSpec, activation_bytes_per_layer,
@@ -147,9 +147,24 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
         fwd_compute = t_gemm + other_fwd
         bwd_compute = 2.0 * t_gemm + other_bwd
     ov_tp = plan.overlap_tp_comm
-    fwd_base = where(ov_tp, overlap.hide(t_gemm, tp_collective, kappa) + other_fwd, fwd_compute + tp_collective)
-    bwd_base = where(ov_tp, overlap.hide(2.0 * t_gemm, tp_collective, kappa) + other_bwd,
-                     bwd_compute + tp_collective)
+    fwd_hidden = overlap.hide(t_gemm, tp_collective, kappa)
+    bwd_hidden = overlap.hide(2.0 * t_gemm, tp_collective, kappa)
+    if np.any(plan.tp_per_gemm):
+        # Transformer Engine userbuffers (tp_overlap per_gemm): each collective under its own GEMM
+        # (overlap.userbuffers_exposed); the four forward GEMMs split t_gemm as their shapes do
+        shapes = gemm.layer_gemm_shapes(tokens_mb, h, m.heads, m.kv_heads, f, m.gated_mlp, t)
+        parts = [gemm.gemm_time_s([sh], peak, c.gemm_efficiency, hbm) for sh in shapes]
+        whole = sum(parts)
+        gemms = [_share(pt, whole) * (t_gemm - 4 * c.gemm_overhead_s) + c.gemm_overhead_s for pt in parts]
+        ub_gather = fab.all_gather(where(recipe.fp8, 1.0, ACT_BYTES) * sbh, 1.0, t)
+        ub_scatter = fab.reduce_scatter(ACT_BYTES * sbh, 1.0, t)
+        ub_reduce = (t + 1.0) / t * ACT_BYTES * sbh / hbm
+        ub_fwd, ub_bwd = overlap.userbuffers_exposed(gemms, ub_gather, ub_scatter, ub_reduce, t, kappa)
+        pg = plan.tp_per_gemm & (t > 1) & sp
+        fwd_hidden = where(pg, t_gemm + ub_fwd, fwd_hidden)
+        bwd_hidden = where(pg, 2.0 * t_gemm + ub_bwd, bwd_hidden)
+    fwd_base = where(ov_tp, fwd_hidden + other_fwd, fwd_compute + tp_collective)
+    bwd_base = where(ov_tp, bwd_hidden + other_bwd, bwd_compute + tp_collective)
     rc_full = plan.recompute == 2
     rc_sel = plan.recompute == 1
     rc_compute = where(rc_full, fwd_compute, where(rc_sel, t_attn + t_softmax, 0.0))

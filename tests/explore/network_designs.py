@@ -107,6 +107,7 @@ def net_rows(draw, moe):
         # pipeline engine (DeepSpeed 2021: serial blocking transfers, whole gradients; explore.validation.DEEPSPEED_2021_PIPE)
         p + "pp_p2p": draw(st.sampled_from(["batched", "serial", "overlapped", "overlapped_send_wait"])),
         p + "grad_reduce_window": draw(st.sampled_from(["last_slot", "per_chunk"])),
+        p + "tp_overlap": draw(st.sampled_from(["layer", "per_gemm"])),   # TE userbuffers (overlap.py)
         p + "pp_scatter_grads": draw(st.booleans()),
         p + "grad_accumulation": draw(st.sampled_from(["fused", "hook", "autograd"])),
         "training.global_batch": dp * mb * nmb, "training.flash_attention": draw(st.booleans()),
