@@ -118,14 +118,6 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     tp_collective = where(t > 1, tp_collective, 0.0)
     kappa = c.overlap_slowdown
 
-    # --- one layer's wall time (forward, backward, recompute) with its TP collectives: exposed,
-    # or with TP overlap pipelined with the GEMMs they feed (forward: the layer's GEMMs; backward:
-    # data- and weight-gradient GEMMs, twice as long) at the overlap slowdown (explore.model.overlap)
-    other_fwd = t_attn + t_mem + t_softmax
-    other_bwd = 2.0 * (t_attn + t_softmax) + t_mem_bwd
-    fwd_compute = t_gemm + other_fwd
-    bwd_compute = 2.0 * t_gemm + other_bwd
-
     # --- issue 11: MoE all-to-all (moe.py, topologies/alltoall.py) and ring attention (context.py)
     # dispatch + combine per MoE layer forward, their gradients backward; the ep group has stride etp.
     # Exposed unless overlap_moe_comm (below).
@@ -142,10 +134,14 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
         unfused = moe.moe_layer_fraction(m) * where((ep > 1) & ~np.asarray(plan.permute_fusion, bool), 1.0, 0.0) / hbm
         t_mem = t_mem + unfused * perm_fwd
         t_mem_bwd = t_mem_bwd + unfused * perm_bwd
-        other_fwd = t_attn + t_mem + t_softmax
-        other_bwd = 2.0 * (t_attn + t_softmax) + t_mem_bwd
-        fwd_compute = t_gemm + other_fwd
-        bwd_compute = 2.0 * t_gemm + other_bwd
+
+    # --- one layer's wall time (forward, backward, recompute) with its TP collectives: exposed,
+    # or with TP overlap pipelined with the GEMMs they feed (forward: the layer's GEMMs; backward:
+    # data- and weight-gradient GEMMs, twice as long) at the overlap slowdown (explore.model.overlap)
+    other_fwd = t_attn + t_mem + t_softmax
+    other_bwd = 2.0 * (t_attn + t_softmax) + t_mem_bwd
+    fwd_compute = t_gemm + other_fwd
+    bwd_compute = 2.0 * t_gemm + other_bwd
     ov_tp = plan.overlap_tp_comm
     fwd_hidden = overlap.hide(t_gemm, tp_collective, kappa)
     bwd_hidden = overlap.hide(2.0 * t_gemm, tp_collective, kappa)
