@@ -17,8 +17,11 @@ from dataclasses import dataclass
 # the calibration set (tests/validation/published_runs.csv and comm_runs.csv without the
 # held-out MT-NLG, DeepSpeed ZeRO-3 and llm-foundry FSDP runs; A100: Narayanan 2021 Tables 1 and 2 (PTD-P rows),
 # Korthikanti 2022 Table 5, MegaScale 2024 Table 2, BLOOM; H100: Megatron-Core weak scaling), each
-# constant inside the cited range of explore.validation.FIT_BOUNDS. Result: MAPE 3.65 %, max 10.7 %
-# (mcore 32B); last refitted in session 6 of issue 10 after the per-microbatch gradient accumulation
+# constant inside the cited range of explore.validation.FIT_BOUNDS. Result when fitted: MAPE 3.65 %,
+# max 10.7 % (mcore 32B). Not refitted in session 7 of issue 10: with its mechanisms (the distributed
+# optimizer's parameter gather in its own window, the 32B row at microbatch 2) these constants give
+# 3.48 % / 9.46 %, and a refit would give gemm 0.8403, hbm 0.6402, overlap_slowdown 0.020 (3.51 % /
+# 8.86 %; tests/validation/full_report.txt). Last refitted in session 6 of issue 10 after the per-microbatch gradient accumulation
 # (parallelism.grad_accumulation) and Narayanan 2021 Table 1's plan facts from its run script
 # (gemm 0.8333 -> 0.8426, hbm 0.6697 -> 0.6325; MAPE 3.60 % / max 10.91 % before it); refitted after NCCL's protocol choice by its own estimates (issue 10, session 5:
 # gemm 0.8331 -> 0.8333, hbm 0.6649 -> 0.6697; MAPE 3.47 % / max 10.98 % before it); refitted with Narayanan 2021 Table 2's six PTD-P runs added (issue 10; before: 36
