@@ -108,6 +108,24 @@ MXFP8_GATHER_MBRIDGE = ("; parameter gather kept at 2 bytes: bf16_with_mxfp8_mix
                         "fp8_param_gather with reuse_grad_buf_for_mxfp8_param_ag (the gather goes through the "
                         "gradient buffer), and the bytes it moves per parameter are not determined here")
 
+# EP A2A overlap on H100 with TP > 1: the TP collectives run without overlap. Megatron-LM's TP
+# overlap needs CUDA_DEVICE_MAX_CONNECTIONS=1 to launch the collectives ahead of the GEMMs they hide
+# under (d98e8a64dd megatron/core/tensor_parallel/layers.py 678, 697, 710, 842-849) while the EP
+# overlap's two streams need more; arguments.py 1452-1475 warns to pick one on Hopper and earlier
+# (the requirement lifts from Blackwell on), and both NVIDIA recipes pick the EP overlap:
+EP_OVERLAP_TP_MODELZOO = ("TP collectives not overlapped: the run's scripts (yanring/Megatron-MoE-ModelZoo "
+                          "8017e11, 2025-05-27, the commit that published the row: examples/qwen3/run_235b.sh "
+                          "--combined-1f1b --combined-1f1b-recipe ep_a2a, model_configs/benchmarking/Qwen3-235B-A22B.yaml "
+                          "without --tp-comm-overlap, 'CUDA_DEVICE_MAX_CONNECTIONS: 32' marked 'Used for 1F1B overlap'; "
+                          "798dfb503c sbatch_benchmarking.sh: A2A_OVERLAP=1 exports CUDA_DEVICE_MAX_CONNECTIONS=32), "
+                          "which on H100 forgoes Megatron-LM's TP overlap (d98e8a64dd megatron/training/arguments.py "
+                          "1466-1475, megatron/core/tensor_parallel/layers.py 842-849)")
+EP_OVERLAP_TP_MBRIDGE = ("TP collectives not overlapped: NVIDIA-NeMo/Megatron-Bridge 4ab94dfad3 "
+                         "src/megatron/bridge/perf_recipes/qwen/h100/qwen3_moe.py "
+                         "qwen3_235b_a22b_pretrain_256gpu_h100_fp8cs_config: CommOverlapConfig(tp_comm_overlap=False, "
+                         "overlap_moe_expert_parallel_comm=True, delay_wgrad_compute=True), "
+                         "CUDA_DEVICE_MAX_CONNECTIONS 8")
+
 RECIPE_FACTS = {  # published per-run configuration beyond the CSV columns: (facts, source)
     "mbridge2509_h100_dsv3_dropless_1024": (dict(etp=1, moe_dispatcher="deepep", overlap_moe_comm=False),
                                             MBRIDGE_DSV3 + " DEEPSEEK_V3_PRETRAIN_CONFIG_H100_V1: expert_tensor_parallel_size 1, "
@@ -118,14 +136,16 @@ RECIPE_FACTS = {  # published per-run configuration beyond the CSV columns: (fac
     "mbridge2604_b200_dsv3_mxfp8_256": (dict(etp=1, moe_dispatcher="deepep", overlap_moe_comm=True),
                                         MBRIDGE_DSV3 + " DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2: etp 1, deepep, "
                                         "moe_a2a_overlap True, recompute mla_up_proj + mlp"),
-    "mbridge2604_h100_qwen3_235b_fp8_256": (dict(etp=1, moe_dispatcher="alltoall", overlap_moe_comm=True),
+    "mbridge2604_h100_qwen3_235b_fp8_256": (dict(etp=1, moe_dispatcher="alltoall", overlap_moe_comm=True,
+                                                 overlap_tp_comm=False),
                                             MBRIDGE_QWEN3 + " QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_FP8_CS_V2: etp 1, "
-                                            "alltoall dispatcher, moe_a2a_overlap True"),
+                                            "alltoall dispatcher, moe_a2a_overlap True; " + EP_OVERLAP_TP_MBRIDGE),
     "mcoremoe_h100_qwen3_235b_bf16_256": (dict(etp=1, moe_dispatcher="deepep", overlap_moe_comm=False),
                                           "yanring/Megatron-MoE-ModelZoo:best_practice/qwen3 (its readme): DeepEP, EDP 1, ETP 1"),
-    "mcoremoe_h100_qwen3_235b_bf16_256_a2aoverlap": (dict(etp=1, moe_dispatcher="deepep", overlap_moe_comm=True),
+    "mcoremoe_h100_qwen3_235b_bf16_256_a2aoverlap": (dict(etp=1, moe_dispatcher="deepep", overlap_moe_comm=True,
+                                                          overlap_tp_comm=False),
                                                      "yanring/Megatron-MoE-ModelZoo:best_practice/qwen3 (its readme): DeepEP, "
-                                                     "ETP 1, 1F1B EP A2A overlap"),
+                                                     "ETP 1, 1F1B EP A2A overlap; " + EP_OVERLAP_TP_MODELZOO),
     "mbridge2606_h100_llama31_405b_fp8_1024": (dict(grad_reduce_bytes=2, param_gather_bytes=1.0),
                                                "NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/perf_recipes/_common.py "
                                                "(commit 4ab94dfad3) _benchmark_common and _perf_precision: "

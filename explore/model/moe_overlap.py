@@ -36,6 +36,18 @@ Read from NVIDIA/Megatron-LM at commit d98e8a64ddf34856e74b24714e3bedb2f5a39553:
   deep_ep/buffers/legacy.py; Megatron sets 20 when ``moe_flex_dispatcher_num_sms`` is unset,
   token_dispatcher.py), so overlapped all-to-all slows compute by ``moe.COMM_SM_SHARE`` of the
   hidden part, as in ``overlap.nested``: wall = (1 - k) T + k (compute + comm), monotone.
+* TP collectives: a MoE layer with expert TP 1 runs the attention block's only (step.py, from
+  token_dispatcher.py). On Hopper and earlier the EP overlap's second stream needs
+  CUDA_DEVICE_MAX_CONNECTIONS > 1 while Megatron's TP overlap needs 1 (megatron/training/arguments.py,
+  megatron/core/tensor_parallel/layers.py); the NVIDIA recipes that run the overlap there turn the TP
+  overlap off (``overlap_tp_comm`` False, explore/validation_frontier.py EP_OVERLAP_TP_*), and the TP
+  collectives then sit serial in the attention pieces, concurrent with the all-to-all on the other stream.
+* Checked and left as they are: the pipeline's warm-up / cool-down pairing against an event
+  simulation of the interleaved schedule (tests/explore/test_moe_overlap.py: an upper bound within
+  0.6 % at p 8, v 4, m 128); ``backward_dw`` records no event (megatron/core/models/common/utils.py
+  TransformerLayerNode.backward_dw), so dispatch_bwd waits for the data gradient only, as modelled;
+  DeepEP's dispatch blocks the host until the receive counts arrive (fused_a2a.py "the CPU will wait
+  for GPU's signal"), with the backward's expert GEMMs already queued behind it: no GPU idle charged.
 * Full recompute is refused with the overlap (transformer_config.py asserts
   ``recompute_granularity != 'full'``); a recompute the plan still asks for is counted in the
   attention backward piece.

@@ -116,6 +116,14 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     tp_collective = where(sp, 2 * fab.all_gather(tp_bytes, 1.0, t) + 2 * fab.reduce_scatter(tp_bytes, 1.0, t),
                              2 * fab.all_reduce(tp_bytes, 1.0, t))
     tp_collective = where(t > 1, tp_collective, 0.0)
+    # issue 11: a MoE layer with expert TP 1 has the attention block's all-gather / reduce-scatter
+    # only: its dispatcher takes the sequence-parallel shard as it is and returns it so
+    # (Megatron-LM d98e8a64dd megatron/core/transformer/moe/token_dispatcher.py: the alltoall
+    # dispatcher's gather / reduce-scatter run over pg_collection.expt_tp, of size etp, lines 86-89,
+    # 741-751, 824-833; the flex dispatcher exchanges over tp_ep = etp x ep), so half the layer's
+    # collectives (Korthikanti et al. 2022 Sec. 4.2.2)
+    no_mlp_tp = sp & (plan.etp == 1)
+    tp_collective = tp_collective * (1.0 - 0.5 * moe.moe_layer_fraction(m) * where(no_mlp_tp, 1.0, 0.0))
     kappa = c.overlap_slowdown
 
     # --- issue 11: MoE all-to-all (moe.py, topologies/alltoall.py) and ring attention (context.py)

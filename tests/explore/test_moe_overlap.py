@@ -2,6 +2,7 @@
 streams, written from the issue order and data dependencies of
 ``TransformerLayerSchedulePlan.run`` (NVIDIA/Megatron-LM d98e8a64dd,
 megatron/core/models/common/model_chunk_schedule_plan.py), not from the closed form."""
+import copy
 from pathlib import Path
 
 import numpy as np
@@ -80,11 +81,105 @@ def test_qwen3_overlap_ratio_out_of_sample():
     """Published 19.7 s -> 17.6 s (ratio 0.893) from the 1F1B A2A overlap alone
     (yanring/Megatron-MoE-ModelZoo at e8650517d6, folder best_practice/qwen3, its readme). The
     model's code-level schedule hides more than the run did (its ratio is lower); the bound below states the remaining gap
-    so that it can only be tightened: the model's ratio lies within 0.72 x and 1.0 x the published."""
+    so that it can only be tightened: the model's ratio lies within 0.85 x and 1.0 x the published
+    (0.72 x before the overlapped run lost its TP overlap, validation_frontier.EP_OVERLAP_TP_MODELZOO)."""
     t = {}
     for name in ("mcoremoe_h100_qwen3_235b_bf16_256", "mcoremoe_h100_qwen3_235b_bf16_256_a2aoverlap"):
         ds = explore.evaluate(load_scenario(SCEN / f"{name}.toml"))
         t[name] = float(ds.step_time_s.values.ravel()[0])
     ratio = t["mcoremoe_h100_qwen3_235b_bf16_256_a2aoverlap"] / t["mcoremoe_h100_qwen3_235b_bf16_256"]
     published = 17.6 / 19.7
-    assert 0.72 * published <= ratio <= published
+    assert 0.85 * published <= ratio <= published
+
+
+def simulate_pipeline(p, v, m, f, b, pair):
+    """Interleaved 1F1B with the EP overlap as Megatron-Core orders it (schedules.py
+    get_pp_rank_microbatches / get_model_chunk_id at d98e8a64dd): rank r runs
+    2 (p - r - 1) + (v - 1) p + 1 warm-up forward chunks alone, then forward k + w paired with
+    backward k, then the cool-down backwards alone. A chunk pass waits for its input from the
+    previous virtual stage (forward) or the next (backward); an alone forward takes f, an alone
+    backward b, a pair ``pair``. Returns the last rank's finish (point-to-point time left out)."""
+    n = m * v
+
+    def fwd_id(k):
+        return (k // p) % v, (k // (p * v)) * p + k % p
+
+    def bwd_id(k):
+        c, i = fwd_id(k)
+        return v - 1 - c, i
+
+    def dep_f(r, c, i):
+        return ("F", r - 1, c, i) if r > 0 else (("F", p - 1, c - 1, i) if c > 0 else None)
+
+    def dep_b(r, c, i):
+        if r < p - 1:
+            return ("B", r + 1, c, i)
+        return ("B", 0, c + 1, i) if c < v - 1 else ("F", p - 1, v - 1, i)
+
+    ops = []
+    for r in range(p):
+        w = min(n, 2 * (p - r - 1) + (v - 1) * p + 1)
+        ops.append([("F", k) for k in range(w)] + [("P", w + j, j) for j in range(n - w)]
+                   + [("B", k) for k in range(n - w, n)])
+    done, free, pos = {}, [0.0] * p, [0] * p
+    moved = True
+    while moved:
+        moved = False
+        for r in range(p):
+            while pos[r] < len(ops[r]):
+                op = ops[r][pos[r]]
+                if op[0] == "F":
+                    c, i = fwd_id(op[1]); deps, dur, outs = [dep_f(r, c, i)], f, [("F", r, c, i)]
+                elif op[0] == "B":
+                    c, i = bwd_id(op[1]); deps, dur, outs = [dep_b(r, c, i)], b, [("B", r, c, i)]
+                else:
+                    (cf, jf), (cb, jb) = fwd_id(op[1]), bwd_id(op[2])
+                    deps, dur = [dep_f(r, cf, jf), dep_b(r, cb, jb)], pair
+                    outs = [("F", r, cf, jf), ("B", r, cb, jb)]
+                deps = [d for d in deps if d is not None]
+                if any(d not in done for d in deps):
+                    break
+                free[r] = max([free[r]] + [done[d] for d in deps]) + dur
+                for o in outs:
+                    done[o] = free[r]
+                pos[r] += 1
+                moved = True
+    assert pos == [len(o) for o in ops]
+    return max(free)
+
+
+def test_paired_share_and_bubble_against_a_pipeline_simulation():
+    """step.py charges (m + (p - 1) / v) stage times, each with the paired share of chunk passes
+    (paired_fraction) at the paired wall and the rest alone; the bubble at that same average. An
+    event simulation of the interleaved schedule bounds it from below, tightly at Qwen3's plan
+    (p 8, v 4, m 128). (Charging the bubble at the alone rate instead, as warm-up and cool-down
+    chunks run alone, is looser: rank 0's own warm-up chunks already carry them.)"""
+    for p, v, m, f, b, pair, tol in [(8, 4, 128, 1.0, 2.0, 2.3, 0.006), (8, 4, 32, 1.0, 2.0, 2.4, 0.02),
+                                     (4, 2, 16, 1.0, 2.0, 2.2, 0.05), (2, 2, 8, 1.0, 2.1, 2.5, 0.02)]:
+        sim = simulate_pipeline(p, v, m, f, b, pair)
+        phi = float(mo.paired_fraction(m, p, v))
+        slot = (1.0 - phi) * (f + b) + phi * pair
+        form = (m * v + p - 1) * slot
+        alone_bubble = m * v * slot + (p - 1) * (f + b)
+        assert sim <= form * (1 + 1e-12) and form / sim - 1.0 < tol, (p, v, m, form / sim)
+        assert abs(form - sim) <= abs(alone_bubble - sim)
+        # no overlap: the textbook (m v + p - 1) chunk slots exactly
+        assert np.isclose(simulate_pipeline(p, v, m, f, b, f + b), (m * v + p - 1) * (f + b))
+
+
+def test_moe_layers_with_expert_tp_1_carry_the_attention_blocks_tp_collectives_only():
+    """Megatron-Core's dispatchers start from the sequence-parallel shard when etp is 1 (the
+    alltoall dispatcher gathers / reduce-scatters over the expert-TP group, of size etp:
+    token_dispatcher.py at d98e8a64dd): a MoE layer then runs the attention block's all-gather and
+    reduce-scatter, 2 of the 4 collectives per direction a dense layer (or etp = tp) runs. What
+    turning the TP overlap off costs, Qwen3-235B (all layers MoE) at etp 1 against etp 2."""
+    sc = load_scenario(SCEN / "mcoremoe_h100_qwen3_235b_bf16_256.toml")
+    cost = {}
+    for etp in (1, 2):
+        t = {}
+        for ov in (True, False):
+            s = copy.deepcopy(sc)
+            s["parallelism"].update(etp=etp, ep=16, overlap_tp_comm=ov)
+            t[ov] = float(explore.evaluate(s).step_time_s.values.ravel()[0])
+        cost[etp] = t[False] - t[True]
+    assert cost[2] > 0 and abs(cost[1] / cost[2] - 2 / 4) < 0.01
