@@ -125,6 +125,13 @@ SCHEMA: dict[str, dict[str, Field]] = {
                                          "GELU, bias-gradient reductions, flash-attn's Triton cross-entropy: 2 + 4 "
                                          "B per logit; -flash adds the (un)padding copies of attn_impl flash, "
                                          "-triton (attn_impl triton) has none)"),
+        "loss_kernel": Field("choice", "megatron", choices=("megatron", "te"),
+                             doc="kernels of the cross-entropy over the logits (time; not with llm-foundry "
+                                 "elementwise_kernels, which bring their own): megatron (Megatron-Core's "
+                                 "vocab_parallel_cross_entropy on fp32 logits: 38 + 14 B per logit) or te "
+                                 "(Transformer Engine's Triton parallel_cross_entropy on the 16-bit logits, "
+                                 "Megatron-Core cross_entropy_fusion_impl 'te': 6 + 4 B per logit; "
+                                 "explore/model/calibration.py TE_LOGITS_*)"),
     },
     "parallelism": {
         "tp": Field("int", 1, lo=1),

@@ -304,10 +304,22 @@ def resolve(scenario: dict) -> Resolved:
             values[k] = np.broadcast_to(v, (n,))
     _check_model_consistency(values)  # issue 11: MoE fields that contradict each other
     _check_model(values)
+    _check_loss_kernel(values)
     name = scenario.get("name", "")
     if not isinstance(name, str):
         raise ScenarioError(f"name: value {name!r} must be a string")
     return Resolved(n=n, values=values, name=name)
+
+
+def _check_loss_kernel(values: dict) -> None:
+    """training.loss_kernel te names Megatron-Core's TE cross-entropy; llm-foundry's elementwise kernels
+    bring flash-attn's own loss (calibration.FOUNDRY_LOGITS_*), so the two contradict each other."""
+    lk, ek = np.broadcast_arrays(values["training.loss_kernel"], values["training.elementwise_kernels"])
+    bad = (lk == "te") & (ek != "megatron")
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ScenarioError(f"training.loss_kernel: value 'te' is not allowed with training.elementwise_kernels = "
+                            f"{str(ek[i])!r} (its cross-entropy is flash-attn's); allowed: 'megatron'")
 
 
 # (field, other field, bad(field, other), what is allowed): model shapes that no transformer has

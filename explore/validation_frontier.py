@@ -258,6 +258,32 @@ for _rid, _cfg in _TP_UB_ROWS.items():
     _facts, _src = RECIPE_FACTS[_rid]
     RECIPE_FACTS[_rid] = ({**_facts, "tp_overlap": "per_gemm"}, _src + TP_UB.format(cfg=_cfg))
 
+# Cross-entropy kernel of the Megatron-Bridge rows (training.loss_kernel "te", explore/model/calibration.py
+# TE_LOGITS_*): GPTModelProvider keeps cross_entropy_loss_fusion True (src/megatron/bridge/models/gpt_provider.py)
+# and the perf scripts set cross_entropy_fusion_impl "te" for every model (scripts/performance/utils/overrides.py
+# _set_common_perf_overrides; the Llama 3 base recipe llama3.py _llama3_common sets it too), so Megatron-Core's
+# compute_language_model_loss calls Transformer Engine's Triton parallel_cross_entropy on the 16-bit logits.
+# The Qwen3 row's commit (01b2977e51) is not in the fetched mirror, so it keeps the default.
+TE_LOSS = (" Cross-entropy: {where} (commit {commit}) cross_entropy_fusion_impl = 'te' with GPTModelProvider's "
+           "cross_entropy_loss_fusion True: Transformer Engine parallel_cross_entropy (training.loss_kernel te)")
+_TE_LOSS_ROWS = {
+    **{rid: ("scripts/performance/utils/overrides.py _set_common_perf_overrides", "5776a6d90")
+       for rid in MBRIDGE_DENSE if rid.startswith("mbridge2511")},
+    **{rid: ("scripts/performance/utils/overrides.py _set_common_perf_overrides", "74695a06d")
+       for rid in MBRIDGE_DENSE if rid.startswith("mbridge2604")},
+    **{rid: ("scripts/performance/utils/overrides.py _set_common_perf_overrides", "c270efc50")
+       for rid in MBRIDGE_DENSE if rid.startswith("mbridge2606")},
+    "mbridge2606_h100_llama31_405b_fp8_1024": ("src/megatron/bridge/perf_recipes/_common.py _benchmark_common "
+                                               "(cross_entropy_impl default, via llama/common.py "
+                                               "_llama_benchmark_common)", "4ab94dfad3"),
+    **{rid: ("scripts/performance/utils/overrides.py _set_common_perf_overrides", "0426418230")
+       for rid in ("mbridge2509_h100_dsv3_dropless_1024", "mbridge2608_gb200_dsv3_mxfp8_256",
+                   "mbridge2604_b200_dsv3_mxfp8_256")},
+}
+TRAINING_FACTS = {rid: (dict(loss_kernel="te"), TE_LOSS.format(where=w, commit=c))
+                  for rid, (w, c) in _TE_LOSS_ROWS.items()}
+"""Per-run training fields from the code the run used: (facts, source), merged into [training]."""
+
 # Runs reported but not in the asserted set, with the reason (decided by what the model can represent,
 # the same rule for every run, not by the error):
 EXCLUDED = {
@@ -345,6 +371,10 @@ def build_scenario(row: dict) -> dict:
         facts, src = RECIPE_FACTS[row["run_id"]]
         par.update(facts)
         description += ". Run configuration: " + src
+    if row["run_id"] in TRAINING_FACTS:
+        facts, src = TRAINING_FACTS[row["run_id"]]
+        training.update(facts)
+        description += "." + src
     return {"name": row["run_id"], "description": description, "model": model, "training": training,
             "parallelism": par, "system": system}
 

@@ -82,6 +82,21 @@ LOGITS_BWD_BYTES_PER_ELEMENT = 14.0
 """Its backward, per logit: scale the saved softmax by the incoming gradient in place (read 4,
 write 4; the target-logit update is one element per token) and autograd's cast of the fp32
 gradient back to 16 bits for the output-layer GEMMs (read 4, write 2) = 14 bytes."""
+TE_LOGITS_FWD_BYTES_PER_ELEMENT = 6.0
+"""Transformer Engine's fused cross-entropy forward (``training.loss_kernel = "te"``: Megatron-Core
+``cross_entropy_loss_fusion`` True with ``cross_entropy_fusion_impl = "te"``, language_module.py
+``compute_language_model_loss`` -> ``te_parallel_cross_entropy``, Megatron-LM 92c8482e6d), per logit,
+on the 16-bit logits the output layer wrote: TE release_v2.9
+transformer_engine/pytorch/triton/cross_entropy.py ``cross_entropy_forward`` runs
+``online_softmax_kernel`` (reads each logit once, 2 B, writes max / sum / target logit per row) and
+``cross_entropy_kernel`` (reads each logit again, 2 B, and writes its gradient in place into the input
+buffer in the input's dtype, 2 B) = 6 bytes; the per-row values are negligible."""
+TE_LOGITS_BWD_BYTES_PER_ELEMENT = 4.0
+"""Its backward (``cross_entropy_backward``): ``element_mul_kernel`` scales the gradient stored in the
+forward by the per-token incoming gradient in place (read 2, write 2) = 4 bytes. It is skipped only
+when the incoming gradient is the scalar 1.0; Megatron's loss multiplies the per-token losses by the
+loss mask before reducing them, and under full-iteration CUDA graphs (``is_cg_capturable``) the check
+is not made, so it runs. No cast follows: the gradient is already in the logits' 16-bit dtype."""
 EMBEDDING_GRAD_BYTES_PER_PARAM = 12.0
 """Input-embedding backward, per embedding parameter (V h / t) and microbatch: PyTorch's dense
 embedding backward writes a V x h 16-bit gradient (2 B; the scatter of the b s token rows is

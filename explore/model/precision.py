@@ -82,6 +82,7 @@ class Recipe:
     foundry_kernels: np.ndarray = False  # training.elementwise_kernels = llm-foundry-* (calibration.py)
     foundry_unpad: np.ndarray = False    # ... = llm-foundry-flash: flash-attn varlen (un)padding copies
     train_metrics: np.ndarray = 0.0      # training.train_metrics: fp32 cross-entropies per microbatch
+    te_loss: np.ndarray = False          # training.loss_kernel = te (calibration.TE_LOGITS_*)
 
     @classmethod
     def from_resolved(cls, r, system) -> "Recipe":
@@ -108,7 +109,8 @@ class Recipe:
                    foundry_kernels=b(np.isin(np.asarray(v["training.elementwise_kernels"]),
                                                  ("llm-foundry-flash", "llm-foundry-triton"))),
                    foundry_unpad=b(np.asarray(v["training.elementwise_kernels"]) == "llm-foundry-flash"),
-                   train_metrics=b(np.asarray(v["training.train_metrics"], dtype=float)))
+                   train_metrics=b(np.asarray(v["training.train_metrics"], dtype=float)),
+                   te_loss=b(np.asarray(v["training.loss_kernel"]) == "te"))
 
     @classmethod
     def default(cls, system) -> "Recipe":

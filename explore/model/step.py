@@ -201,9 +201,13 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     # (the unfused fp32 cross-entropy kernels, cal.LOGITS_*_BYTES_PER_ELEMENT); the input
     # embedding's dense gradient is added into the fp32 main gradient on the first stage
     # (llm-foundry: flash-attn's Triton cross-entropy on the bf16 logits, cal.FOUNDRY_LOGITS_*)
+    # (training.loss_kernel te: Transformer Engine's Triton cross-entropy on the 16-bit logits, cal.TE_LOGITS_*)
     fnd = np.asarray(recipe.foundry_kernels) > 0
-    logit_fwd_bytes = where(fnd, cal.FOUNDRY_LOGITS_FWD_BYTES_PER_ELEMENT, cal.LOGITS_FWD_BYTES_PER_ELEMENT)
-    logit_bwd_bytes = where(fnd, cal.FOUNDRY_LOGITS_BWD_BYTES_PER_ELEMENT, cal.LOGITS_BWD_BYTES_PER_ELEMENT)
+    te_ce = np.asarray(recipe.te_loss, dtype=bool)
+    logit_fwd_bytes = where(fnd, cal.FOUNDRY_LOGITS_FWD_BYTES_PER_ELEMENT,
+                            where(te_ce, cal.TE_LOGITS_FWD_BYTES_PER_ELEMENT, cal.LOGITS_FWD_BYTES_PER_ELEMENT))
+    logit_bwd_bytes = where(fnd, cal.FOUNDRY_LOGITS_BWD_BYTES_PER_ELEMENT,
+                            where(te_ce, cal.TE_LOGITS_BWD_BYTES_PER_ELEMENT, cal.LOGITS_BWD_BYTES_PER_ELEMENT))
     head_fwd = (logit_flops / (peak_other * c.gemm_efficiency) + c.gemm_overhead_s
                 + logit_fwd_bytes * tokens_mb * m.vocab / t / hbm)
     head_bwd = (2.0 * logit_flops / (peak_other * c.gemm_efficiency) + 2 * c.gemm_overhead_s
