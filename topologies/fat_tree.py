@@ -24,9 +24,11 @@ def tiers(endpoints, radix):
 
 
 def bill_of_materials(endpoints, radix, oversubscription=1.0):
-    """Switches, switch ports, inter-switch links and transceivers of a fat-tree."""
+    """Switches, switch ports, inter-switch links and transceivers of a fat-tree; ``o`` is the
+    leaves' real down:up ratio at the radix (``leaf_oversubscription``; 1 at full bisection)."""
     n = np.asarray(endpoints, dtype=float)
-    o = np.asarray(oversubscription, dtype=float)
+    o = np.where(np.asarray(oversubscription, dtype=float) > 1.0,
+                 leaf_oversubscription(radix, oversubscription), 1.0)
     t = tiers(n, radix)
     ports = n * (1.0 + 2.0 * (t - 1.0) / o)
     switches = np.ceil(ports / np.asarray(radix, dtype=float))
@@ -59,6 +61,16 @@ def leaf_down_ports(radix, oversubscription=1.0):
     k = np.asarray(radix, dtype=float)
     o = np.asarray(oversubscription, dtype=float)
     return np.floor(k * o / (1.0 + o))
+
+
+def leaf_oversubscription(radix, oversubscription=1.0):
+    """The leaf's real down:up ratio at an integer port split: its ``k o / (1 + o)`` endpoint ports
+    (rounded down) over the ``k - down`` ports left for uplinks (a radix-64 leaf at a nominal 2:1
+    has 42 down and 22 up, 1.91:1; 4:1 gives 51 / 13, 3.92:1; 1:1 stays 32 / 32). Non-decreasing
+    in o, as the down ports are. The placement and the bill of materials both use it, so a leaf's
+    uplinks are the ports it has (the networkx leaf-spines of the tests are wired the same way)."""
+    down = leaf_down_ports(radix, oversubscription)
+    return down / np.maximum(np.asarray(radix, dtype=float) - down, 1.0)
 
 
 def k_ary_fat_tree_graph(k: int, bandwidth_bps: float = 400e9, latency_s: float = 1e-6):

@@ -4,8 +4,9 @@ A group is ``n`` ranks ``stride`` apart (ranks numbered TP fastest, then CP, DP,
 PP). Its members inside one scale-up domain (``inner``) use the scale-up
 links; the ``outer`` domains it spans use the scale-out family:
 
-* fat-tree: full rate over the oversubscription o, unless the group's
-  endpoints fit under one leaf (k o / (1 + o) ports), where o does not apply.
+* fat-tree: full rate over the leaves' real down:up ratio (``k o / (1 + o)``
+  endpoint ports rounded down, the rest uplinks: ``fat_tree.leaf_oversubscription``),
+  unless the group's endpoints fit under one leaf, where it does not apply.
 * rail-optimized: as fat-tree, but a group of same-rank GPUs (stride a multiple
   of the domain) only needs one rail leaf per ``leaf_down`` servers; an all-to-all
   reaches every rail over the scale-up links (PXN), so any group whose servers fit
@@ -30,7 +31,7 @@ from hwmodels.select import where
 
 from topologies import collectives as coll
 from topologies import dragonfly, reconfig, torus
-from topologies.fat_tree import leaf_down_ports
+from topologies.fat_tree import leaf_down_ports, leaf_oversubscription
 from topologies.network import DRAGONFLY, FAT_TREE, OCS_RECONF, OCS_TORUS, RAIL, TORUS, NetworkSpec
 
 
@@ -53,6 +54,8 @@ class Placement:
         self.o = np.asarray(oversubscription, dtype=float)
         self.nics = np.asarray(nics_per_device, dtype=float)
         self.leaf_down = leaf_down_ports(switch_radix, oversubscription)
+        # the leaves' uplinks are the ports left at the radix: their real down:up ratio
+        self.o_leaf = leaf_oversubscription(switch_radix, oversubscription)
         p, a, h = dragonfly.balanced(switch_radix)
         self.df_group = p * a
         self.df_factor = dragonfly.cross_group_factor(p, h)
@@ -105,12 +108,13 @@ class Placement:
         there leave the leaf as any crossing ring does (below).
 
         The job's ``devices`` fill ``ceil(devices / leaf_devices)`` leaves, the last one partly
-        (``m`` devices); every leaf has the same ``leaf_devices / o`` uplinks (fixed by the radix
-        and o). A leaf of ``k`` job devices can send off-leaf at most what the ``devices - k``
-        devices on the other side of it take: crossing ring streams and chain pairs at most one
-        per such device, all-to-all bytes at most ``(devices - k) / S`` of each member's (its
-        peers off the leaf). The rate is set by the worst leaf, the full ones or the last: the
-        one with the most crossing flows per uplink."""
+        (``m`` devices); every leaf has the same uplinks, the ``radix - leaf_down`` ports it
+        has left (``leaf_devices / o_leaf`` in device rates, ``leaf_oversubscription``). A leaf
+        of ``k`` job devices can send off-leaf at most what the ``devices - k`` devices on the
+        other side of it take: crossing ring streams and chain pairs at most one per such device,
+        all-to-all bytes at most ``(devices - k) / S`` of each member's (its peers off the leaf).
+        The rate is set by the worst leaf, the full ones or the last: the one with the most
+        crossing flows per uplink."""
         stride = np.asarray(stride, dtype=float)
         span_devices = np.minimum(stride * n, self.devices)
         # a device's NICs go to separate planes (one leaf each, as DGX SuperPOD rails), so a leaf
@@ -132,7 +136,7 @@ class Placement:
         streams_full = np.minimum(leaf_devices / np.clip(leaf_devices / stride, 1.0, cap), others_full)
         streams_last = np.minimum(last / np.clip(last / stride, 1.0, cap), others_last)
         streams = np.maximum(where(full, streams_full, 0.0), streams_last)
-        cross = self.bw / np.maximum(1.0, streams * self.o / leaf_devices)
+        cross = self.bw / np.maximum(1.0, streams * self.o_leaf / leaf_devices)
         if all_to_all:
             # the share of a leaf's a2a bytes that leaves it, at the worst leaf of an unaligned layout
             # (groups of S devices, leaves of D): a group cut in half at a leaf edge. S >= D: the
@@ -158,7 +162,7 @@ class Placement:
             # destination's rail (NCCL_PXN_DISABLE=0, NCCL >= 2.12), so any group whose nodes fit
             # under one rail leaf runs at full rate, whatever its stride
             pxn_local = np.ceil(span_devices / self.domain) <= self.leaf_down
-            return self._by_family(self.bw / np.maximum(1.0, self.o * off_leaf), pxn_local, ports, p2p)
+            return self._by_family(self.bw / np.maximum(1.0, self.o_leaf * off_leaf), pxn_local, ports, p2p)
         return self._by_family(where(leaf_local, self.bw, cross), in_leaf | rail_local, ports, p2p)
 
     def _leaves(self, leaf_devices):

@@ -53,7 +53,7 @@ def nic_exception(topology, oversubscription, nics, devices, switch=DEFAULT_SWIT
     little crosses their uplinks; at twice the NICs a leaf holds half the devices and the job
     spans three or more, whose crossing traffic fills the same number of uplinks per leaf
     (test_properties_nics.py: a networkx leaf-spine of 128 devices on 4:1 leaves gives pairs 64
-    apart 0.50 of a NIC port at 0.5 NIC per device and 0.255 at 1; the model 0.49 and 0.25).
+    apart 0.50 of a NIC port at 0.5 NIC per device and 0.255 at 1, and so does the model).
     Only above 2:1: a leaf's uplinks carry at least 1 / o of its devices' rate, which at twice the
     NICs is at least 2 nics / o, no less than the nics the lower count can have for o <= 2."""
     if topology != "fat-tree" or not oversubscription > 2 or not nics < 1:

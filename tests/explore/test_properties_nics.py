@@ -90,8 +90,8 @@ def _model_share(nics, o, devices, stride, chain, n=2.0, all_to_all=False):
 def test_pipeline_pairs_across_leaves_networkx():
     """Pipeline of 8 stages 32 devices apart on 256 devices, 4:1 oversubscribed leaves of 51 NIC
     ports: every stage sends to the next at once. The networkx graph gives the worst pair the same
-    share at 0.5 and 1 NIC per device (uplink-bound at a leaf edge in both); the model agrees within
-    2 % at both (it was half a port, the in-leaf rate, at 0.5 NIC)."""
+    share at 0.5 and 1 NIC per device (uplink-bound at a leaf edge in both); the model agrees at both
+    (it was half a port, the in-leaf rate, at 0.5 NIC; 2 % off with o-th of the down ports as uplinks)."""
     devices, stride, o = 256, 32, 4.0
     flows = [(i, i + stride) for i in range(devices - stride)]
     half, one = (_worst_flow_share(devices, n, o, flows) for n in (0.5, 1.0))
@@ -99,7 +99,7 @@ def test_pipeline_pairs_across_leaves_networkx():
     assert half < 0.5                       # the pairs at a leaf edge do not get the in-leaf rate
     for nics, truth in ((0.5, half), (1.0, one)):
         got = _model_share(nics, o, devices, stride, chain=True)
-        assert got == pytest.approx(truth, rel=0.02), (nics, got, truth)
+        assert got == pytest.approx(truth, rel=1e-3), (nics, got, truth)
     assert _model_share(1.0, o, devices, stride, True) >= _model_share(0.5, o, devices, stride, True)
 
 
@@ -130,8 +130,23 @@ def test_two_leaves_to_three_is_slower_networkx():
     half, one = (_worst_flow_share(devices, n, o, flows) for n in (0.5, 1.0))
     assert half == pytest.approx(0.5) and one == pytest.approx(13 / 51)
     for nics, truth in ((0.5, half), (1.0, one)):
-        assert _model_share(nics, o, devices, stride, True) == pytest.approx(truth, rel=0.03)
+        assert _model_share(nics, o, devices, stride, True) == pytest.approx(truth, rel=1e-3)
 
+
+
+def test_oversubscription_partial_leaf_networkx():
+    """The slow run's oversubscription counterexample (test_properties_network.OVERSUB_PARTIAL_LEAF):
+    pipeline pairs 32 apart on 64 devices, 1 NIC each. At 2:1 the radix-64 leaves hold 42 + 22 and
+    22 pairs cross the 22 uplinks; at 4:1, 51 + 13 and 13 pairs cross 13 uplinks. On the networkx
+    leaf-spine every crossing pair gets a whole port at both: more oversubscription, no faster. The
+    model now gives the same (it gave 21 / 22 of a port at 2:1 and 12.75 / 13 at 4:1, with o-th of
+    the down ports as uplinks, so the step fell by 33 us as oversubscription doubled)."""
+    devices, stride = 64, 32
+    flows = [(i, i + stride) for i in range(devices - stride)]
+    two, four = (_worst_flow_share(devices, 1.0, o, flows) for o in (2.0, 4.0))
+    assert two == pytest.approx(1.0) and four == pytest.approx(1.0)
+    for o, truth in ((2.0, two), (4.0, four)):
+        assert _model_share(1.0, o, devices, stride, True) == pytest.approx(truth, rel=1e-9), o
 
 def _group_flows(devices, stride, n, kind):
     """Flows of a collective's groups (n ranks ``stride`` apart, blocks of stride n in rank order):
@@ -155,13 +170,14 @@ def _group_flows(devices, stride, n, kind):
 def test_partly_filled_leaf_closed_forms_networkx(devices, o, stride, n, kind):
     """The worst-leaf closed forms of ``Placement.switched_bw`` against the max link load per flow on
     a networkx leaf-spine, for jobs that fill their last leaf partly at 0.5 or 1 NIC per device
-    (leaves of 102 / 51 devices at 4:1, 85 / 42 at 2:1): within 5 % at both counts."""
+    (leaves of 102 / 51 devices at 4:1, 85 / 42 at 2:1): within 2 % at both counts (rings and chains
+    equal to the graph; the all-to-all within 1.6 %)."""
     flows = _group_flows(devices, stride, n, kind)
     per_device = n - 1 if kind == "a2a" else 1
     for nics in (0.5, 1.0):
         truth = _worst_flow_share(devices, nics, o, flows) * per_device
         got = _model_share(nics, o, devices, stride, kind == "chain", n=n, all_to_all=kind == "a2a")
-        assert got == pytest.approx(truth, rel=0.05), (nics, got, truth)
+        assert got == pytest.approx(truth, rel=0.02), (nics, got, truth)
 
 
 def test_pp_pairs_across_leaves_step_time():
