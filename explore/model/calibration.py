@@ -197,3 +197,15 @@ and log_softmax's output (read 4, write 4) = 14 B per metric (llm-foundry: two).
 traffic: torch 2.1's cunn_SoftMaxForward (rows of 50,368 fp32 exceed its 48 KB shared-memory path)
 reads each row three times (max, sum of exponentials, output); the two re-reads (8 B per metric) are
 not counted, as they may hit L2. nll_loss reads one element per row (not counted)."""
+
+TRAIN_METRIC_STATES = 2.0
+"""Tensor states per training metric that torchmetrics synchronizes when the metric is computed
+(``training.train_metrics`` counts the metrics): Composer's LanguageCrossEntropy registers
+``sum_loss`` and ``total_items`` (``add_state``, composer/metrics/nlp.py at v0.17.2, commit
+7e0e40a72a6b); LanguagePerplexity subclasses it and adds none. A count read from the code, not a
+fitted constant. Used for the per-step metric synchronization in ``step.py``: Composer v0.17.2
+computes the training metrics after every batch (composer/trainer/trainer.py ``_train_loop`` ->
+``_compute_and_log_metrics`` -> ``Metric.compute``), and torchmetrics below 1.1 (Composer 0.17.2's
+pin ``torchmetrics>=0.10.0,<1.1``, setup.py) syncs each state with ``gather_all_tensors``
+(src/torchmetrics/utilities/distributed.py at v1.0.3, commit 5988d3761943): a ``barrier`` over all
+ranks, then ``world_size`` ``zeros_like`` tensors built in Python and a list-form ``all_gather``."""

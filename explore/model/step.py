@@ -426,7 +426,23 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     t_opt = (cal.OPTIMIZER_BYTES_PER_PARAM * opt_params
              + cal.GRAD_BUFFER_PASSES * plan.grad_reduce_bytes * params_dev) / hbm
 
-    step = wall + dp_serial + z3_serial + t_opt + mb * t_metric
+    # training metrics' per-step synchronization (training.train_metrics; cal.TRAIN_METRIC_STATES):
+    # Composer v0.17.2 computes its training metrics after every batch, after the optimizer step, and
+    # torchmetrics (< 1.1) gathers each metric state over all ranks with gather_all_tensors: a barrier
+    # (ProcessGroupNCCL: an all-reduce of one element, then a device synchronize, so the host waits
+    # and nothing overlaps), world_size zeros_like from Python (a Python tensor call and a fill
+    # kernel per rank: fab.rank_copies) and a list-form all_gather of the scalar (the ring call over
+    # all ranks, then ProcessGroupNCCL's copy out of the flat buffer rank by rank: fab.list_overhead).
+    # Host and ring latency both grow with the world size at fixed per-GPU work
+    metric_sync = np.zeros_like(np.asarray(wall, dtype=float))
+    if np.any(np.asarray(recipe.train_metrics) > 0):
+        world = t * p * dpc
+        states = recipe.train_metrics * cal.TRAIN_METRIC_STATES
+        one_state = (fab.all_reduce(4.0, 1.0, world) + fab.all_gather(4.0 * world, 1.0, world)
+                     + fab.list_overhead(world, 1.0, 0.0, 4.0 * world, hbm) + fab.rank_copies(world, 1.0, 1.0))
+        metric_sync = where(world > 1, states * one_state, 0.0)
+
+    step = wall + dp_serial + z3_serial + t_opt + mb * t_metric + metric_sync
 
     # --- memory per device (bytes): peak over the first, a full middle and the last stage
     act_layer = activation_bytes_per_layer(m, b / cp, t, sp, plan.recompute, flash)  # issue 11: s/cp tokens

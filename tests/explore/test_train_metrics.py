@@ -19,6 +19,15 @@ CASES = {c[0]: c for c in V.load_cases()}
 H100_HBM_BPS = 3.35e12          # NVIDIA H100 SXM5 80GB datasheet: HBM3, 3.35 TB/s
 
 
+@pytest.fixture(autouse=True)
+def _kernels_only(monkeypatch):
+    """These tests bound the metrics' kernels; their per-step synchronization over all ranks
+    (calibration.TRAIN_METRIC_STATES, also switched on by training.train_metrics) is checked on its
+    own in test_metric_sync.py, so it is left out here."""
+    from explore.model import calibration as cal
+    monkeypatch.setattr(cal, "TRAIN_METRIC_STATES", 0.0)
+
+
 def _with(run_id, metrics):
     sc = copy.deepcopy(CASES[run_id][1])
     sc["training"]["train_metrics"] = metrics

@@ -3,10 +3,11 @@ communication-bound group, out of sample.
 
 The group is held out of every fit (explore.validation.HELD_OUT_GROUPS), so the shipped constants
 (explore/model/calibration.py) were fitted without it and its errors below are out of sample.
-Measured with the constants of this commit: MAPE 9.52 % over 20 runs (issue 10's 10 %; 10.30 % before
-Composer's training metrics were counted, tests/explore/test_train_metrics.py), worst 19.5 % (MPT-1B,
-512 H100, too fast); activation-checkpointed FULL_SHARD runs 5.1 % (worst 8.9 %); every H100 run too
-fast, those without activation checkpointing by 11.7-19.5 %. Bounds are those figures plus a
+Measured with the constants of this commit: MAPE 8.67 % over 20 runs (issue 10's 10 %; 9.49 % before
+the training metrics' per-step synchronization, tests/explore/test_metric_sync.py; 10.30 % before
+their kernels, tests/explore/test_train_metrics.py), worst 16.8 % (MPT-7B, 512 H100, too fast);
+activation-checkpointed FULL_SHARD runs 5.3 % (worst 9.0 %); every H100 run too fast, those without
+activation checkpointing by 10.2-16.8 %. Bounds are those figures plus a
 small margin: they record where the model stands, not a target.
 """
 import copy
@@ -65,11 +66,12 @@ def test_checkpointed_full_shard_runs_within_6_percent(errors):
 
 def test_model_is_still_optimistic_on_every_h100_run(errors):
     """Honest sign: the model is too fast on all 18 H100 runs, on the 9 without activation
-    checkpointing by 11.7-19.5 %, even with MPT's eager memory-bound kernels, FSDP's exposed root
-    unit and Composer's training metrics counted (README, 'still optimistic')."""
+    checkpointing by 10.2-16.8 %, even with MPT's eager memory-bound kernels, FSDP's exposed root
+    unit and Composer's training metrics (kernels and per-step sync) counted (README, 'still
+    optimistic')."""
     assert all(v < 0 for k, v in errors.items() if "_h100_" in k)
     e = [v for k, v in errors.items() if "_h100_" in k and k.split("_")[2] in ("1b", "3b", "7b")]
-    assert len(e) == 9 and all(-0.20 <= v <= -0.11 for v in e), e
+    assert len(e) == 9 and all(-0.18 <= v <= -0.095 for v in e), e
 
 
 def test_step_time_growth_with_gpus_is_not_reproduced():
@@ -77,14 +79,16 @@ def test_step_time_growth_with_gpus_is_not_reproduced():
     BACKWARD_PRE prefetch (what sweep.py ran) the model hides every per-layer gather and
     reduce-scatter at all three scales (tests/validation/test_fsdp_schedule.py replays the stream
     schedule); only the root unit's gather and reduce-scatter and the first layer's at the two ends
-    are exposed, and their ring latency grows with the ranks: the model's step grows by 0-1.1 %, not
-    by the published 2.6-10.8 %: an open gap (README, 'still optimistic')."""
+    are exposed, and their ring latency grows with the ranks; with Composer's per-step metric
+    synchronization over all ranks (a barrier and a list all_gather per metric state, host work per
+    rank: tests/explore/test_metric_sync.py) the model's step grows by 0.1-4.3 %, still not by the
+    published 2.6-10.8 %: an open gap (README, 'still optimistic')."""
     by = {c[0]: c for c in CASES}
     pred = dict(zip(by, V.predict(CASES)))
     for size in ("1b", "3b", "7b", "13b", "30b", "70b"):
         lo, hi = f"{F.GROUP}_h100_{size}_128", f"{F.GROUP}_h100_{size}_512"
         assert by[hi][3] / by[lo][3] - 1 >= 0.025
-        assert -0.001 <= pred[hi] / pred[lo] - 1 <= 0.011
+        assert 0.0 <= pred[hi] / pred[lo] - 1 <= 0.045
         assert by[hi][3] / by[lo][3] - pred[hi] / pred[lo] >= 0.02
 
 
