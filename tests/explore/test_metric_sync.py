@@ -13,13 +13,14 @@ from pathlib import Path
 
 import pytest
 
-import explore
+from explore.evaluate import evaluate
 from explore import validation as V
 from explore import validation_fsdp as F
 from explore.model import calibration as cal
 
+ROOT = Path(__file__).resolve().parents[2]
 CASES = {c[0]: c for c in V.load_cases()}
-LIB = tomllib.loads(Path("hwmodels/catalog/collectives.toml").read_text())
+LIB = tomllib.loads((ROOT / "hwmodels/catalog/collectives.toml").read_text())
 
 
 def _lib(key):
@@ -30,7 +31,7 @@ def _lib(key):
 
 
 def _step(sc):
-    return float(explore.evaluate(sc, keep_invalid=True)["step_time_s"][0])
+    return float(evaluate(sc, keep_invalid=True)["step_time_s"][0])
 
 
 def _sync(sc, monkeypatch):
@@ -90,7 +91,7 @@ def test_sync_and_step_never_faster_when_latency_rises_or_bandwidth_falls(latenc
     slow = copy.deepcopy(base)
     slow["system"]["scale_out"].update(latency_s=latency_s, bandwidth_bps=bandwidth_bps)
     ndr = copy.deepcopy(base)
-    ndr_lat = float(next(v for k, v in tomllib.loads(Path("hwmodels/catalog/links.toml").read_text()).items()
+    ndr_lat = float(next(v for k, v in tomllib.loads((ROOT / "hwmodels/catalog/links.toml").read_text()).items()
                          if k == "ib-ndr-400")["latency_s"])
     ndr["system"]["scale_out"].update(latency_s=min(ndr_lat, latency_s), bandwidth_bps=400e9)
     assert _sync(slow, monkeypatch) >= _sync(ndr, monkeypatch) * (1 - 1e-12)
