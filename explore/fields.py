@@ -30,6 +30,7 @@ class Field:
     lo: float | None = None        # inclusive lower bound
     lo_open: bool = False          # lower bound exclusive
     hi: float | None = None        # inclusive upper bound
+    hi_open: bool = False          # upper bound exclusive
     choices: tuple = ()
     catalog: str | None = None     # catalog kind for "id" fields
     doc: str = ""
@@ -48,7 +49,8 @@ class Field:
         if self.kind == "int":
             hi = INT_MAX if hi is None else min(hi, INT_MAX)
         if hi is not None:
-            parts.append(("and " if self.lo is not None else "") + ("<= 2**53" if hi == INT_MAX else f"<= {hi:g}"))
+            op = "<" if self.hi_open else "<="
+            parts.append(("and " if self.lo is not None else "") + ("<= 2**53" if hi == INT_MAX else f"{op} {hi:g}"))
         return " ".join(parts)
 
 
@@ -94,6 +96,15 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "q_lora_rank": Field("int", 0, lo=0, doc="MLA query compression rank; 0 = none"),
         "rope_head_dim": Field("int", 64, lo=0, doc="MLA decoupled RoPE key dimension"),
         "sliding_window": Field("int", 0, lo=0, doc="attention window in tokens; 0 = full (causal) context"),
+        # dropout probabilities (Megatron-LM's --hidden-dropout / --attention-dropout, default 0.1): at 0
+        # PyTorch runs no dropout kernel and stores no mask (workload.activation_bytes_per_layer, layer_compute)
+        "hidden_dropout": Field("float", 0.1, lo=0.0, hi=1.0, hi_open=True,
+                                doc="dropout probability after the attention and MLP blocks (before each residual "
+                                    "add); 0 = no dropout: no masks stored, no dropout pass (Llama, Mixtral, "
+                                    "DeepSeek-V3, Qwen3 presets); default 0.1, Megatron-LM's"),
+        "attention_dropout": Field("float", 0.1, lo=0.0, hi=1.0, hi_open=True,
+                                   doc="dropout probability on the attention probabilities; matters only without "
+                                       "flash attention (the s x s mask and dropout output); default 0.1, Megatron-LM's"),
     },
     "training": {
         "global_batch": Field("int", REQUIRED, lo=1, doc="sequences per optimizer step"),

@@ -166,7 +166,7 @@ def _coerce(name: str, value, f: Field) -> np.ndarray:
         hi = f.hi if f.kind != "int" else INT_MAX if f.hi is None else min(f.hi, INT_MAX)
         if (-2.0 ** 53 <= lo_v and hi_v <= 2.0 ** 53
                 and (f.lo is None or (lo_v > f.lo if f.lo_open else lo_v >= f.lo))
-                and (hi is None or hi_v <= hi)):
+                and (hi is None or (hi_v < hi if f.hi_open else hi_v <= hi))):
             return arr.astype(np.int64) if f.kind == "int" else arr.astype(float)
     with np.errstate(over="ignore", invalid="ignore"):
         arr = arr.astype(float)
@@ -184,8 +184,10 @@ def _coerce(name: str, value, f: Field) -> np.ndarray:
     hi = f.hi
     if f.kind == "int":
         hi = INT_MAX if hi is None else min(hi, INT_MAX)
-    if hi is not None and (arr > hi).any():
-        raise _bad(name, _fmt(arr[arr > hi][0]), f, "is out of range")
+    if hi is not None:
+        high = arr >= hi if f.hi_open else arr > hi
+        if high.any():
+            raise _bad(name, _fmt(arr[high][0]), f, "is out of range")
     return arr.astype(np.int64) if f.kind == "int" else arr
 
 

@@ -30,7 +30,7 @@ def _scalar(f: Field) -> dict:
     if f.lo is not None:
         s["exclusiveMinimum" if f.lo_open else "minimum"] = f.lo
     if f.hi is not None:
-        s["maximum"] = f.hi
+        s["exclusiveMaximum" if f.hi_open else "maximum"] = f.hi
     return s
 
 

@@ -92,6 +92,13 @@ ASSUMPTIONS_A100 = (
     "parameters and the learned positional embedding not modelled")
 
 
+MPT_DROPOUT = {"hidden_dropout": 0.0, "attention_dropout": 0.0}
+"""MPT trains without dropout: MPTConfig's resid_pdrop defaults to 0.0 and the attention config's attn_pdrop
+to 0.0, and neither the benchmark yamls nor sweep.py set them (mosaicml/llm-foundry
+llmfoundry/models/mpt/configuration_mpt.py and llmfoundry/models/layers/blocks.py ``attn_config_defaults`` at
+5e85bd62d4ec9e13353ca95877477602ab538e5b; configuration_mpt.py and llmfoundry/models/utils/config_defaults.py
+at c90b9b312c644dbde5c9e6eef75c6f1c117d8782). The llm-foundry kernel counts (calibration.FOUNDRY_*) already
+exclude dropout; this removes its masks from the activation memory as well."""
 TRITON_ATTN = ("13b", "30b")   # sweep.py's --attn_impl triton (module docstring)
 
 
@@ -103,7 +110,8 @@ def build_scenario(row: dict) -> dict:
     fp32_reduce = "fp32 gradient reduction" in row["precision"]
     ckpt = row["activation_recompute"].startswith("yes")
     model = {"layers": L, "hidden": h, "heads": int(row["attn_heads"]), "ffn_hidden": int(row["ffn_hidden"]),
-             "vocab": int(row["vocab"]), "seq_len": int(row["seq_len"]), "tied_embeddings": True}
+             "vocab": int(row["vocab"]), "seq_len": int(row["seq_len"]), "tied_embeddings": True,
+             **MPT_DROPOUT}
     par = {"tp": 1, "pp": 1, "dp": n, "microbatch": mb, "virtual_stages": 1, "zero": 3 if full_shard else 2,
            "recompute": "full" if ckpt else "none", "sequence_parallel": False,
            "overlap_grad_reduce": True, "overlap_param_gather": True,

@@ -67,10 +67,28 @@ DEFAULT = Calibration()
 MEMBOUND_BYTES_PER_SBH_REPLICATED = 22.0
 """Per layer forward: two layer norms (4 s b h each, read + write), two fused
 bias-dropout-residual adds (7 s b h each: two reads, a write, a mask) = 22 s b h
-bytes; replicated across the tensor group unless sequence parallelism shards it."""
+bytes; replicated across the tensor group unless sequence parallelism shards it.
+With ``model.hidden_dropout`` 0 the adds write no mask (``HIDDEN_DROPOUT_FWD_BYTES_PER_SBH``)."""
+HIDDEN_DROPOUT_FWD_BYTES_PER_SBH = 2.0
+"""The dropout part of that count: each of the two adds writes a 1-byte mask (1 s b h each). Megatron-Core's
+bias-dropout-add (megatron/core/fusions/fused_bias_dropout.py ``_bias_dropout_add_func``, Megatron-LM
+d98e8a64dd) calls ``torch.nn.functional.dropout(x, p=prob)`` and then adds the residual; PyTorch takes
+the fused dropout kernel (which writes the mask) only when ``0 < p < 1`` (ATen Dropout.cpp
+``is_fused_kernel_acceptable``) and otherwise returns the input when ``p == 0`` (``_dropout_impl``), so at
+``hidden_dropout`` 0 the add reads two tensors and writes one (6 s b h): 20 s b h per layer."""
+HIDDEN_DROPOUT_BWD_BYTES_PER_SBH = 10.0
+"""The backward's dropout passes, per layer: dropout's backward multiplies the incoming gradient by the
+saved mask and the scale (ATen Dropout.cpp ``native_dropout_backward``: ``grad * mask * scale``): read
+the gradient (2) and the mask (1), write the gradient (2) = 5 s b h, twice. At ``hidden_dropout`` 0 there
+is no dropout node in the graph (its forward returned its input), so these passes are not run. The rest
+of the backward's memory-bound work stays 2 x the forward's count (layer_compute); at dropout > 0 this
+10 s b h is inside that 2 x 22 s b h estimate, so models with dropout keep today's figure."""
 SOFTMAX_BYTES_PER_SCORE = 9.0
 """Unfused attention, per score element and head: scale-mask-softmax read+write
-(4 bytes) and dropout read, write and mask (5 bytes)."""
+(4 bytes) and dropout read, write and mask (5 bytes, ``ATTENTION_DROPOUT_BYTES_PER_SCORE``)."""
+ATTENTION_DROPOUT_BYTES_PER_SCORE = 5.0
+"""The attention-dropout part of that count (read 2, write 2, mask 1), not run at ``model.attention_dropout``
+0 (PyTorch returns the softmax output itself, as above); the backward stays 2 x the forward's count."""
 LOGITS_FWD_BYTES_PER_ELEMENT = 38.0
 """Unfused vocabulary-parallel cross-entropy forward, per logit (Megatron-LM
 megatron/core/tensor_parallel/cross_entropy.py, tag core_r0.8.0; the same kernels in the

@@ -23,7 +23,8 @@ def layer_compute(m: ModelSpec, b, cp, t, sp, flash, peak, peak_other, hbm, cast
                   amax_bytes_per_element, foundry, unpad, c: cal.Calibration) -> dict[str, np.ndarray]:
     """Forward compute times of one layer and microbatch on one device: GEMMs at the matmul
     ``peak``, attention core at ``peak_other``, memory-bound work and softmax at ``hbm``; and the
-    backward's memory-bound work (``mem_bwd``): 2 x the forward's, or with ``foundry``
+    backward's memory-bound work (``mem_bwd``): 2 x the forward's (less the dropout passes where
+    ``m.hidden_dropout`` is 0, calibration.HIDDEN_DROPOUT_*), or with ``foundry``
     (``training.elementwise_kernels = "llm-foundry"``) MPT's eager kernels counted one by one
     (calibration.FOUNDRY_*; with ``unpad`` also flash-attn's varlen (un)padding copies; counted at
     tp = 1 and divided by t)."""
@@ -46,8 +47,15 @@ def layer_compute(m: ModelSpec, b, cp, t, sp, flash, peak, peak_other, hbm, cast
     sbh = tokens_mb * h
     f = mlp_inner_width(m)
     act_fn_bytes = where(m.gated_mlp, 6.0, 4.0) * tokens_mb * f / t
-    repl_bytes = cal.MEMBOUND_BYTES_PER_SBH_REPLICATED * sbh / where(sp, t, 1.0)
-    softmax_bytes = where(flash, 0.0, cal.SOFTMAX_BYTES_PER_SCORE * m.heads * sq * tokens_mb / t)
+    # dropout-free layers (p = 0) write no masks and run no dropout passes (calibration.HIDDEN_DROPOUT_*)
+    no_hd = m.hidden_dropout <= 0
+    repl_bytes = ((cal.MEMBOUND_BYTES_PER_SBH_REPLICATED - where(no_hd, cal.HIDDEN_DROPOUT_FWD_BYTES_PER_SBH, 0.0))
+                  * sbh / where(sp, t, 1.0))
+    repl_full = cal.MEMBOUND_BYTES_PER_SBH_REPLICATED * sbh / where(sp, t, 1.0)
+    no_drop_bwd = where(no_hd, cal.HIDDEN_DROPOUT_BWD_BYTES_PER_SBH, 0.0) * sbh / where(sp, t, 1.0)
+    softmax_per_score = cal.SOFTMAX_BYTES_PER_SCORE - where(m.attention_dropout <= 0,
+                                                            cal.ATTENTION_DROPOUT_BYTES_PER_SCORE, 0.0)
+    softmax_bytes = where(flash, 0.0, softmax_per_score * m.heads * sq * tokens_mb / t)
     # issue 11: FP8 casts, the GEMM inputs in the forward and the output gradients in the backward, once each
     e_fwd, e_bwd, a_fwd, a_bwd = cast_elements(m)
     cast_bytes = (cast_bytes_per_element * e_fwd + amax_bytes_per_element * a_fwd) * tokens_mb / t
@@ -62,5 +70,6 @@ def layer_compute(m: ModelSpec, b, cp, t, sp, flash, peak, peak_other, hbm, cast
     t_bwd_fnd = (bwd_sbh * sbh / t + cal.FOUNDRY_BWD_BYTES_PER_FFN_ELEMENT * tokens_mb * f / t
                  + cast_bytes_bwd) / hbm
     return {"gemm": t_gemm, "attn": t_attn, "mem": where(fnd, t_mem_fnd, t_mem),
-            "mem_bwd": where(fnd, t_bwd_fnd, 2.0 * (act_fn_bytes + repl_bytes) / hbm + cast_bytes_bwd / hbm),
+            "mem_bwd": where(fnd, t_bwd_fnd, 2.0 * (act_fn_bytes + repl_full) / hbm + cast_bytes_bwd / hbm
+                             - no_drop_bwd / hbm),
             "softmax": t_softmax}

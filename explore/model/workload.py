@@ -47,6 +47,9 @@ class ModelSpec:
     q_lora_rank: np.ndarray = 0.0
     rope_head_dim: np.ndarray = 64.0
     sliding_window: np.ndarray = 0.0
+    # dropout probabilities (model.hidden_dropout / attention_dropout; Megatron-LM's default 0.1)
+    hidden_dropout: np.ndarray = 0.1
+    attention_dropout: np.ndarray = 0.1
 
     @classmethod
     def from_resolved(cls, r) -> "ModelSpec":
@@ -72,6 +75,8 @@ class ModelSpec:
             q_lora_rank=v["model.q_lora_rank"].astype(float),
             rope_head_dim=v["model.rope_head_dim"].astype(float),
             sliding_window=v["model.sliding_window"].astype(float),
+            hidden_dropout=v["model.hidden_dropout"].astype(float),
+            attention_dropout=v["model.attention_dropout"].astype(float),
         )
         n = r.n
         return cls(**{k: fit(a, n) for k, a in kw.items()})   # constants stay length 1
@@ -185,16 +190,36 @@ def activation_bytes_per_layer(m: ModelSpec, micro, tp, sp, recompute, flash):
     s b f tensors instead of two); a fused (flash) attention stores no s x s
     tensors, like selective recompute.
 
+    Dropout (Korthikanti's count assumes it on): the two hidden-dropout masks
+    (1 byte per element each, 2 s b h of the replicated 10 s b h) are stored only
+    where ``m.hidden_dropout`` > 0, and of the 5 a s^2 b scores term the attention-
+    dropout mask (a s^2 b) and the dropout output (2 a s^2 b) only where
+    ``m.attention_dropout`` > 0: at p = 0 PyTorch's dropout returns its input
+    (ATen Dropout.cpp ``_dropout_impl``), so the A V product saves the softmax output
+    the softmax already keeps (2 a s^2 b). Table 2's 34 s b h becomes 32 s b h.
+
     ``recompute`` is an integer code: 0 none, 1 selective, 2 full.
     """
     sbh = m.seq_len * micro * m.hidden
     kvr = m.kv_heads / m.heads
     f = mlp_inner_width(m)
-    replicated = 10.0 * sbh                       # norm inputs, QKV and MLP inputs, dropout masks
+    # norm inputs (4), QKV and MLP inputs (2 + 2), and the two hidden-dropout masks (1 + 1) when dropout is on
+    replicated = (8.0 + where(m.hidden_dropout > 0, HIDDEN_DROPOUT_MASK_BYTES_PER_SBH, 0.0)) * sbh
     mlp_inner = where(m.gated_mlp, 6.0, 4.0) * m.seq_len * micro * f
     sharded = (4.0 + 4.0 * kvr) * sbh + mlp_inner
-    scores = 5.0 * m.heads * m.seq_len ** 2 * micro
+    # softmax output (2), and with attention dropout its mask (1) and output (2)
+    per_score = 2.0 + where(m.attention_dropout > 0, ATTENTION_DROPOUT_BYTES_PER_SCORE, 0.0)
+    scores = per_score * m.heads * m.seq_len ** 2 * micro
     scores = where(flash | (recompute >= 1), 0.0, scores)
     per_layer = where(sp, (replicated + sharded + scores) / tp, replicated + (sharded + scores) / tp)
     full = where(sp, 2.0 * sbh / tp, 2.0 * sbh)
     return where(recompute == 2, full, per_layer)
+
+
+HIDDEN_DROPOUT_MASK_BYTES_PER_SBH = 2.0
+"""The two hidden-dropout masks a layer stores (after attention and after the MLP), 1 byte per
+element each (Korthikanti et al. 2022 Sec. 4.1: "a mask with the size s b h")."""
+ATTENTION_DROPOUT_BYTES_PER_SCORE = 3.0
+"""Attention dropout per score element and head: its mask (1 byte) and its output (2 bytes), which the
+A V product saves (Korthikanti et al. 2022 Sec. 4.1); without dropout that product saves the softmax
+output itself."""

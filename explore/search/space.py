@@ -162,7 +162,7 @@ class Space:
                 if f.lo is not None:
                     ok &= (val > f.lo) if f.lo_open else (val >= f.lo)
                 if f.hi is not None:
-                    ok &= val <= f.hi
+                    ok &= (val < f.hi) if f.hi_open else (val <= f.hi)
             new = ~ok & ~bad
             reason[new] = self.derived_reason(path)
             bad |= ~ok

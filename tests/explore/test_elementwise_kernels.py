@@ -67,7 +67,12 @@ def test_compute_time_changes_by_the_counted_bytes(kernels):
     unpad = kernels.endswith("flash")
     fwd = _bytes(FORWARD) + (_bytes(UNPAD_FORWARD) if unpad else 0.0)
     bwd = _bytes(BACKWARD) + (_bytes(UNPAD_BACKWARD) if unpad else 0.0)
-    megatron_fwd, megatron_bwd = 22.0, 44.0          # calibration.MEMBOUND_BYTES_PER_SBH_REPLICATED, x 2
+    # Megatron's count for a dropout-free layer (MPT trains at p = 0, validation_fsdp.MPT_DROPOUT): 22 - 2
+    # forward, 2 x 22 - 10 backward (calibration.MEMBOUND_BYTES_PER_SBH_REPLICATED, HIDDEN_DROPOUT_*)
+    assert sc["model"]["hidden_dropout"] == 0.0
+    megatron_fwd = cal.MEMBOUND_BYTES_PER_SBH_REPLICATED - cal.HIDDEN_DROPOUT_FWD_BYTES_PER_SBH
+    megatron_bwd = 2 * cal.MEMBOUND_BYTES_PER_SBH_REPLICATED - cal.HIDDEN_DROPOUT_BWD_BYTES_PER_SBH
+    assert (megatron_fwd, megatron_bwd) == (20.0, 34.0)
     # the FFN-width terms agree: GELU 4 B forward; backward 6 + 2 = 8 = 2 x 4
     layer = (2 * (fwd - megatron_fwd) + (bwd - megatron_bwd)) * tokens * h
     head = (B + 2 * B - 38.0 - 14.0) * tokens * V_
