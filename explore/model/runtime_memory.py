@@ -10,10 +10,19 @@ pytorch/torchtitan):
   them (only the last stage's since pytorch/pytorch PR 153383, May 2025; the last stage's
   still, issue 159251); a receive buffer per microbatch for the stage input on non-first
   stages and one for the output gradient on non-last stages (``_create_act_recv_info`` /
-  ``_create_grad_recv_info``, one per chunk, allocated once). Per rank holding ``v`` chunks,
-  with ``m`` microbatches, ``f`` of them in flight (their receive buffers are the stored
-  first-layer inputs already counted) and ``x`` bytes per inter-stage tensor:
-      held = x [2 m (v - last) + (m - f)(v - first)] + last (m - 1) logits16
+  ``_create_grad_recv_info``, one per chunk, allocated once); and on non-first stages the
+  gradient of each stage input: ``stage_backward`` (``_backward.py``) runs
+  ``torch.autograd.backward`` on the stage output, which accumulates the input gradient into the
+  ``.grad`` of the receive buffer (a leaf), and reads it from there to send it; nothing resets it
+  until ``clear_runtime_states`` at the start of the next step (``a.buffer.grad = None``), so every
+  microbatch whose backward has run keeps one (released right after the send only since
+  pytorch/pytorch PR 164329, Oct 2025, which sets ``val.grad = None`` in ``stage_backward``).
+  At the peak (the last time the rank's chunk-forwards in flight reach their maximum, every
+  forward done) the chunk-backwards already run are the ``v (m - f)`` microbatches not in flight,
+  the receive buffers not counted as stored inputs. Per rank holding ``v`` chunks, with ``m``
+  microbatches, ``f`` of them in flight (their receive buffers are the stored first-layer inputs
+  already counted) and ``x`` bytes per inter-stage tensor:
+      held = x [2 m (v - last) + 2 (m - f)(v - first)] + last (m - 1) logits16
   (``last``/``first``: 1 on the rank with the last/first stage; ``logits16``: one
   microbatch's 16-bit vocab-sharded logits, the last stage's output; torchtitan 9dec370
   returns them from the model and upcasts inside the loss).
@@ -99,7 +108,9 @@ def pipeline_held_bytes(stage_bytes, logits16_bytes, p, v, m, torch_rt):
     """(first, middle, last) rank bytes the torch pipelining runtime holds (module docstring)."""
     def rank(first, last, stage):
         f = in_flight(p, v, m, stage)
-        return (stage_bytes * (2.0 * m * (v - last) + (m - f) * (v - first))
+        # output chunks + gradient receive buffers (non-last); receive buffers not in flight + the input
+        # gradients of the backwards already run, one each per microbatch not in flight (non-first)
+        return (stage_bytes * (2.0 * m * (v - last) + 2.0 * (m - f) * (v - first))
                 + last * np.maximum(m - 1.0, 0.0) * logits16_bytes)
     on = torch_rt & (p > 1)
     if not np.any(on):          # no design runs the torch runtime with stages: nothing held

@@ -79,24 +79,29 @@ def _torch_1f1b_live_peak(p, stage, m, layers):
     under full recompute (every layer stores its input, the size of the stage's input), stepping
     through the schedule: one receive buffer per microbatch (non-first stages, the first layer's
     stored input while its microbatch is in flight), one gradient receive buffer per microbatch
-    (non-last stages), each forward's output kept until the step ends (output_chunks)."""
+    (non-last stages), each forward's output kept until the step ends (output_chunks), and on
+    non-first stages the input gradient each backward leaves in its receive buffer's ``.grad``
+    (``stage_backward`` calls ``torch.autograd.backward``; ``clear_runtime_states`` resets it at the
+    next step)."""
     warm = min(p - stage - 1, m)
     order = ["F"] * warm
     for _ in range(m - warm):
         order += ["F", "B"]
     order += ["B"] * warm
     first, last = stage == 0, stage == p - 1
-    live = forwarded = peak = 0
+    live = forwarded = backwarded = peak = 0
     for op in order:
         if op == "F":
             live += 1
             forwarded += 1
         else:
             live -= 1
+            backwarded += 1
         stored = live * (layers if first else layers - 1)
         persistent = (0 if first else m) + (0 if last else m)
         outputs = 0 if last else forwarded
-        peak = max(peak, stored + persistent + outputs)
+        input_grads = 0 if first else backwarded
+        peak = max(peak, stored + persistent + outputs + input_grads)
     return peak
 
 
@@ -115,6 +120,69 @@ def test_torch_pipeline_buffers_match_a_schedule_step_through(p, m):
     # the last stage keeps the 16-bit logits of the m - 1 microbatches before the one in its loss
     last = rt.pipeline_held_bytes(0.0, 1.0, P, V, M, np.bool_(True))[2]
     assert float(last) == m - 1
+    # and, at that loss, the receive buffers and input gradients of those m - 1 microbatches
+    # (its stored inputs: the one in flight, counted with the activations)
+    last_x = rt.pipeline_held_bytes(1.0, 0.0, P, V, M, np.bool_(True))[2]
+    assert float(last_x) == 2 * (m - 1)
+
+
+def _torch_interleaved_live_x(p, v, m, rank, layers):
+    """Peak of the inter-stage-sized tensors on ``rank`` of ScheduleInterleaved1F1B (the order of
+    ``_torch_peak_with_gradients``; microbatches in order per chunk), counted per chunk (stage
+    rank + c p) as ``_torch_1f1b_live_peak`` does per stage: stored layer inputs of the
+    chunk-forwards in flight (the first layer's is the receive buffer on non-first stages), one
+    receive buffer per microbatch and the input gradients of the backwards run (non-first stages),
+    one gradient receive buffer per microbatch and the forwards' outputs (non-last stages; the last
+    stage's output, the logits, is counted apart)."""
+    m_r = m // max(1, m // p)
+    warm = min((v - 1) * m_r + 2 * (p - 1 - rank), m * v)
+    pairs = m * v - warm
+    ops = []
+    for op in range(m * v + warm):
+        f = ("F", (op // m_r) % v) if op < warm + pairs else None
+        b = ("B", v - 1 - ((op - warm) // m_r) % v) if op >= warm else None
+        ops += [x for x in (f, b) if x]
+    live, fwd, bwd = [0] * v, [0] * v, [0] * v
+    peak = 0
+    for kind, c in ops:
+        if kind == "F":
+            live[c] += 1
+            fwd[c] += 1
+        else:
+            live[c] -= 1
+            bwd[c] += 1
+        total = 0
+        for k in range(v):
+            stage = rank + k * p
+            first, last = stage == 0, stage == p * v - 1
+            total += live[k] * (layers if first else layers - 1)
+            total += 0 if first else m + bwd[k]
+            total += 0 if last else m + fwd[k]
+        peak = max(peak, total)
+    return peak
+
+
+@pytest.mark.parametrize("p,v,m", [(8, 2, 8), (4, 2, 4), (4, 3, 4), (2, 4, 2), (8, 3, 8), (8, 2, 16), (4, 2, 12)])
+def test_torch_interleaved_pipeline_buffers_match_a_schedule_step_through(p, v, m):
+    """Stored inputs + the runtime's inter-stage buffers of ScheduleInterleaved1F1B against the closed
+    form (``memory.in_flight`` x layers + ``pipeline_held_bytes``) on the ranks the model evaluates
+    (first, second, last): equal at one backward round (m = p, torchtitan's default: every forward
+    has run when the in-flight count last peaks), and on the last rank, whose peak (its last loss)
+    torchtitan's Table 5 interleaved run reaches, at any m. With more rounds the first ranks' count
+    is approximate (backwards of the first stage leave no input gradient; some forwards are still to
+    come at the peak): within 2 m inter-stage tensors here."""
+    from explore.model import runtime_memory as rt
+    layers = 5                                   # per chunk
+    P, V, M = np.float64(p), np.float64(v), np.float64(m)
+    held = rt.pipeline_held_bytes(1.0, 0.0, P, V, M, np.bool_(True))
+    ranks = ((0, held[0]), (1, held[1]), (p - 1, held[2])) if p > 2 else ((0, held[0]), (p - 1, held[2]))
+    for rank, h in ranks:       # the model's middle stage exists only for p > 2
+        got = layers * v * float(memory.in_flight(P, V, M, np.float64(rank))) + float(h)
+        want = _torch_interleaved_live_x(p, v, m, rank, layers)
+        if rank == p - 1 or m == p:
+            assert got == pytest.approx(want), (p, v, m, rank)
+        else:
+            assert abs(got - want) <= 2 * m, (p, v, m, rank, got, want)
 
 
 def _plan(**par):
