@@ -126,6 +126,12 @@ SCHEMA: dict[str, dict[str, Field]] = {
                                    "fp32 after every microbatch's backward (Composer's train metrics: "
                                    "llm-foundry's MPT registers 2, LanguageCrossEntropy and LanguagePerplexity; "
                                    "14 B per logit each, explore/model/calibration.py TRAIN_METRIC_BYTES_PER_ELEMENT)"),
+        "step_syncs": Field("choice", "none", choices=("none", "composer-0.17"),
+                            doc="per-batch scalar collectives of the training loop, serial with the step "
+                                "(each read back on the host or awaited on the stream): none, or "
+                                "composer-0.17 (Composer v0.17.2 as llm-foundry ran it: loss, samples/tokens "
+                                "and SpeedMonitor FLOPs all-reduces, the batch-time broadcast from rank 0 and "
+                                "FSDP clip_grad_norm_'s all-reduce; explore/model/step.py)"),
         "elementwise_kernels": Field("choice", "megatron",
                                      choices=("megatron", "llm-foundry-flash", "llm-foundry-triton"),
                                      doc="HBM traffic of the memory-bound kernels around the GEMMs and of the "

@@ -57,6 +57,14 @@ FSDP unit):
   microbatch's backward (``_train_microbatches`` -> ``_eval_train_metrics``), each a torch cross-entropy
   on the bf16 logits that autocast runs in fp32 (``calibration.TRAIN_METRIC_BYTES_PER_ELEMENT``). The
   A100 table's code is not pinned: 0 there (it would add under 0.1 %).
+* ``training.step_syncs = "composer-0.17"`` (H100 rows): Composer v0.17.2's training loop
+  (mosaicml/composer commit 7e0e40a72a6b, composer/trainer/trainer.py ``_train_loop`` and
+  ``_accumulate_time_across_ranks``; composer/callbacks/speed_monitor.py ``batch_end``;
+  composer/algorithms/gradient_clipping, which calls torch 2.1 FSDP's ``clip_grad_norm_``) runs per
+  batch four scalar all-reduces (loss, samples/tokens, SpeedMonitor FLOPs, gradient norm) and one
+  broadcast of the batch time from rank 0, each read back on the host or awaited on the stream, so
+  serial with the step (step.py). The yamls enable speed_monitor and gradient_clipping (llm-foundry
+  5e85bd62d scripts/train/yamls/pretrain/mpt-*.yaml). The A100 rows keep "none" (code not pinned).
 """
 from __future__ import annotations
 
@@ -123,6 +131,7 @@ def build_scenario(row: dict) -> dict:
         triton = row["run_id"].split("_")[2] in TRITON_ATTN
         training["elementwise_kernels"] = "llm-foundry-triton" if triton else "llm-foundry-flash"
         training["train_metrics"] = 2     # LanguageCrossEntropy, LanguagePerplexity (module docstring)
+        training["step_syncs"] = "composer-0.17"   # Composer 0.17.2's per-batch collectives (docstring)
     if row["run_id"].startswith(GROUP + "_a100"):
         system = {"accelerator": "a100-sxm-80gb", "devices": n, "scale_up": {"size": 8, "link": "nvlink3"},
                   "scale_out": {"topology": "fat-tree", "link": "roce-400", "nics_per_device": 1.0,

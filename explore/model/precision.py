@@ -82,6 +82,7 @@ class Recipe:
     foundry_kernels: np.ndarray = False  # training.elementwise_kernels = llm-foundry-* (calibration.py)
     foundry_unpad: np.ndarray = False    # ... = llm-foundry-flash: flash-attn varlen (un)padding copies
     train_metrics: np.ndarray = 0.0      # training.train_metrics: fp32 cross-entropies per microbatch
+    composer_syncs: np.ndarray = 0.0     # training.step_syncs = composer-0.17 (step.py)
     te_loss: np.ndarray = False          # training.loss_kernel = te (calibration.TE_LOGITS_*)
 
     @classmethod
@@ -110,6 +111,7 @@ class Recipe:
                                                  ("llm-foundry-flash", "llm-foundry-triton"))),
                    foundry_unpad=b(np.asarray(v["training.elementwise_kernels"]) == "llm-foundry-flash"),
                    train_metrics=b(np.asarray(v["training.train_metrics"], dtype=float)),
+                   composer_syncs=b(np.asarray(v["training.step_syncs"]) == "composer-0.17"),
                    te_loss=b(np.asarray(v["training.loss_kernel"]) == "te"))
 
     @classmethod

@@ -442,7 +442,29 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
                      + fab.list_overhead(world, 1.0, 0.0, 4.0 * world, hbm) + fab.rank_copies(world, 1.0, 1.0))
         metric_sync = where(world > 1, states * one_state, 0.0)
 
-    step = wall + dp_serial + z3_serial + t_opt + mb * t_metric + metric_sync
+    # the training loop's own per-batch scalar collectives (training.step_syncs = "composer-0.17"), read
+    # in mosaicml/composer at v0.17.2 (commit 7e0e40a72a6b), as llm-foundry 5e85bd62d ran it: in
+    # composer/trainer/trainer.py ``_train_loop``, the loss all-reduce (one 4 B fp32 key,
+    # 'loss/train/total'; MPT's ``loss`` returns one tensor) read back with ``.cpu().item()``, and
+    # ``_accumulate_time_across_ranks``: the samples/tokens all-reduce (8 B, int32 x 2) and the batch
+    # time's broadcast from rank 0 (4 B), each read back with ``.cpu().item()``; in
+    # composer/callbacks/speed_monitor.py ``batch_end`` (the yamls' speed_monitor) the FLOPs all-reduce
+    # (4 B) and ``.item()``; and the gradient_clipping algorithm (the yamls' clipping_type norm;
+    # composer/algorithms/gradient_clipping/gradient_clipping.py) calls the root FSDP module's
+    # ``clip_grad_norm_`` (torch 2.1): one 4 B all-reduce that the gradient scaling waits on. The host
+    # reads make each call wait for all queued work, so nothing overlaps them. The all-reduces are the
+    # fabric's small-message calls; NCCL runs a broadcast as a ring chain from the root (ring only), so
+    # its 4 bytes cross the n - 1 ring steps one after the other: the ring pass of a 4 B slice per rank
+    # (fab.all_gather of 4 n B), as the metric sync's gather above. Not counted (no measured figure):
+    # the host reads themselves, the tensor creations and Python around them
+    step_sync = np.zeros_like(np.asarray(wall, dtype=float))
+    if np.any(np.asarray(recipe.composer_syncs) > 0):
+        world = t * p * dpc
+        calls = (3.0 * fab.all_reduce(4.0, 1.0, world) + fab.all_reduce(8.0, 1.0, world)
+                 + fab.all_gather(4.0 * world, 1.0, world))
+        step_sync = where((recipe.composer_syncs > 0) & (world > 1), calls, 0.0)
+
+    step = wall + dp_serial + z3_serial + t_opt + mb * t_metric + metric_sync + step_sync
 
     # --- memory per device (bytes): peak over the first, a full middle and the last stage
     act_layer = activation_bytes_per_layer(m, b / cp, t, sp, plan.recompute, flash)  # issue 11: s/cp tokens

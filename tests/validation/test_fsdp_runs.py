@@ -3,11 +3,12 @@ communication-bound group, out of sample.
 
 The group is held out of every fit (explore.validation.HELD_OUT_GROUPS), so the shipped constants
 (explore/model/calibration.py) were fitted without it and its errors below are out of sample.
-Measured with the constants of this commit: MAPE 8.67 % over 20 runs (issue 10's 10 %; 9.49 % before
-the training metrics' per-step synchronization, tests/explore/test_metric_sync.py; 10.30 % before
-their kernels, tests/explore/test_train_metrics.py), worst 16.8 % (MPT-7B, 512 H100, too fast);
+Measured with the constants of this commit: MAPE 8.56 % over 20 runs (issue 10's 10 %; 8.64 % before
+Composer's per-batch scalar collectives, tests/explore/test_step_syncs.py; 9.49 % before the training
+metrics' per-step synchronization, tests/explore/test_metric_sync.py; 10.30 % before their kernels,
+tests/explore/test_train_metrics.py), worst 16.7 % (MPT-7B, 512 H100, too fast);
 activation-checkpointed FULL_SHARD runs 5.3 % (worst 9.0 %); every H100 run too fast, those without
-activation checkpointing by 10.2-16.8 %. Bounds are those figures plus a
+activation checkpointing by 10.1-16.7 %. Bounds are those figures plus a
 small margin: they record where the model stands, not a target.
 """
 import copy
@@ -81,14 +82,15 @@ def test_step_time_growth_with_gpus_is_not_reproduced():
     schedule); only the root unit's gather and reduce-scatter and the first layer's at the two ends
     are exposed, and their ring latency grows with the ranks; with Composer's per-step metric
     synchronization over all ranks (a barrier and a list all_gather per metric state, host work per
-    rank: tests/explore/test_metric_sync.py) the model's step grows by 0.1-4.3 %, still not by the
+    rank: tests/explore/test_metric_sync.py) and Composer's other per-batch scalar collectives
+    (tests/explore/test_step_syncs.py) the model's step grows by 0.1-4.5 %, still not by the
     published 2.6-10.8 %: an open gap (README, 'still optimistic')."""
     by = {c[0]: c for c in CASES}
     pred = dict(zip(by, V.predict(CASES)))
     for size in ("1b", "3b", "7b", "13b", "30b", "70b"):
         lo, hi = f"{F.GROUP}_h100_{size}_128", f"{F.GROUP}_h100_{size}_512"
         assert by[hi][3] / by[lo][3] - 1 >= 0.025
-        assert 0.0 <= pred[hi] / pred[lo] - 1 <= 0.045
+        assert 0.0 <= pred[hi] / pred[lo] - 1 <= 0.05
         assert by[hi][3] / by[lo][3] - pred[hi] / pred[lo] >= 0.02
 
 
