@@ -19,7 +19,7 @@ NVL72 rack, without the model's split-domain trees (``Fabric(..., split_domains=
 ``test_bench_rows_run_nccl_own_node_count``).
 
 Rule for the 15 % assertion (stated once; docs/validation.md "Collective model against the
-published nccl-tests figures" gives every error): 69 of the 86 points are within 15 %, 37 of the 50 from
+published nccl-tests figures" gives every error): 69 of the 87 points are within 15 %, 37 of the 50 from
 1 MiB to 1 GiB, 13 of the 18 of those at 64 GPUs or more (``test_counts_within_15_percent``). The
 others, each asserted in direction and bound (a regression guard in either direction):
 
@@ -44,7 +44,13 @@ others, each asserted in direction and bound (a regression guard in either direc
   (The GB200 one- and two-rack points at
   2-16 GiB were here at -15 to -20 % while every NVLink generation took the A100 efficiency 0.775;
   with each link's measured catalog ``bus_efficiency``, 0.93 for NVLink 5, they are within 5 %.)
-* ``FAR_OPTIMISTIC`` (7, each with its own bound): the eight-node H100 8 MiB point (+53.3 %: the
+* ``FAR_OPTIMISTIC`` (8, each with its own bound): the 32-node H100 all-gather at 2 GiB (NVIDIA/nccl
+  issue #1218, +49.9 %: the poster's round 200 GB/s on a RoCE cluster whose NIC speed is an
+  estimate, 400 Gb/s; at 200 Gb/s the model gives 160.2 GB/s, -19.9 %, but 200 GB/s is above
+  NCCL's 8 x 24 GB/s peak for 200 Gb/s NICs; the same model is within 12 % of Together AI's ring
+  all-gathers on 8-64 B200 nodes, so it is this cluster's shortfall, not a loss the model lacks
+  at 32 nodes in general, ``test_at_scale_ring_all_gather_is_not_a_third``); the eight-node H100
+  8 MiB point (+53.3 %: the
   measured curve dips at 8 MiB, 321 us in place against 204 us at 4 MiB and 374 us at 16 MiB, and
   the thread's tuned rerun dips there too) and the twenty-rack GB200 curve (+264.8 % at 512 MiB
   falling to +87.8 % at 16 GiB): its measured times fit 4.6 ms + size / (429 GB/s bus bandwidth)
@@ -81,6 +87,7 @@ PESSIMISTIC_BOUND = 0.40
 TWENTY_RACKS = [f"cw_gb200_20rack_allreduce_{m}" for m in ("512m", "1g", "2g", "4g", "8g", "16g")]
 # own bounds: measured +53.3 % and +264.8 / 193.7 / 144.7 / 112.1 / 97.3 / 87.8 %
 FAR_OPTIMISTIC = {"nt309_h100_8node_allreduce_8m": 0.56,
+                  "nccl1218_h100_32node_allgather_2g": 0.53,      # measured +49.9 %
                   **dict(zip(TWENTY_RACKS, (2.70, 1.99, 1.50, 1.16, 1.00, 0.90)))}
 TOLERANCE = {r["bench_id"]: 0.15 for r in ROWS
              if r["bench_id"] not in OPTIMISTIC | PESSIMISTIC | set(FAR_OPTIMISTIC)}
@@ -269,8 +276,9 @@ def test_split_domains_only_ever_add_trees():
 
 
 def test_counts_within_15_percent():
-    """69 of 86 points within 15 %; 37 of the 50 from 1 MiB to 1 GiB, 13 of the 18 of those at 64
-    GPUs or more (none of the two at 1,440 GPUs). Before the 248-node H200 row (-14.5 %) and the
+    """69 of 87 points within 15 %; 37 of the 50 from 1 MiB to 1 GiB, 13 of the 18 of those at 64
+    GPUs or more (none of the two at 1,440 GPUs). Before the 32-node H100 all-gather row (2 GiB,
+    +49.9 %): 69 of 86. Before the 248-node H200 row (-14.5 %) and the
     four-node H100 RoCE row (+5.9 %): 67 of 84, 36 of 49, 12 of 17; the figures that follow are
     on those 84 rows. On the model's split-domain trees (NCCL_HOSTID
     per part, which no job here set) 66, 35 and 11. With one scale-up efficiency for every NVLink
@@ -281,9 +289,33 @@ def test_counts_within_15_percent():
     err = {r["bench_id"]: modelled_busbw(r) / float(r["busbw_gbs"]) - 1 for r in ROWS}
     band = [r["bench_id"] for r in ROWS if 2 ** 20 <= float(r["message_bytes"]) <= 2 ** 30]
     large = [r["bench_id"] for r in ROWS if r["bench_id"] in band and int(r["gpus"]) >= 64]
-    assert sum(abs(e) <= 0.15 for e in err.values()) >= 69 and len(err) == 86
+    assert sum(abs(e) <= 0.15 for e in err.values()) >= 69 and len(err) == 87
     assert sum(abs(err[i]) <= 0.15 for i in band) >= 37 and len(band) == 50
     assert sum(abs(err[i]) <= 0.15 for i in large) >= 13 and len(large) == 18
+
+
+def test_at_scale_ring_all_gather_is_not_a_third():
+    """Does a ring all-gather at many nodes run at about a third of the model's bus bandwidth, as
+    the held-out ZeRO-3 residual would need (an implied 54-57 GB/s where the model's fabric gives
+    172 GB/s, benchmarks/zero3_bounds.py)? The one new A100/H100 point past eight nodes, 32 x 8
+    H100 on RoCE at 2 GiB (NVIDIA/nccl issue #1218), measures 200 GB/s against the model's 299.9
+    at the estimated 400 Gb/s NICs: two thirds, not one third; with 200 Gb/s NICs the model
+    (160.2) would be below the measurement. And Together AI's ring all-gathers on 8 x B200 with
+    8 x 400 Gb/s InfiniBand stay flat from 8 to 64 nodes (378.5-382.8 GB/s at 32 GiB), where the
+    model's ring gives 338-343, within 12 %: no collapse with node count there either."""
+    rows = {r["bench_id"]: r for r in ROWS}
+    zero3_need = 55.0 / 172.0
+    row = rows["nccl1218_h100_32node_allgather_2g"]
+    ratio = float(row["busbw_gbs"]) / modelled_busbw(row)
+    assert ratio == pytest.approx(0.667, abs=0.01) and ratio > 2 * zero3_need
+    slow_nics = modelled_busbw(dict(row, nic_gbps="200"))
+    assert slow_nics == pytest.approx(160.2, abs=0.5) and slow_nics < float(row["busbw_gbs"])
+    assert float(row["busbw_gbs"]) > 8 * 24.0                       # above NCCL's peak on 8 x 200 Gb/s
+    together = [rows[f"together_fa_b200_{n}node_allgather_32g"] for n in (8, 16, 32, 64)]
+    measured = [float(r["busbw_gbs"]) for r in together]
+    assert max(measured) / min(measured) < 1.02                     # flat from 8 to 64 nodes
+    for r in together:
+        assert abs(modelled_busbw(r) / float(r["busbw_gbs"]) - 1) <= 0.12
 
 
 def test_no_bandwidth_loss_per_fabric_tier():
