@@ -1,6 +1,6 @@
 """The collective bench points under NCCL's own algorithm choice (issue 10, coll6).
 
-Prints, for the 84 rows of tests/validation/collective_bench.csv, the published bus bandwidth and
+Prints, for every row of tests/validation/collective_bench.csv (87 today), the published bus bandwidth and
 the model's error under two readings. No constant is fitted:
 
 * ``model``: the model as it is. Per call it takes the faster of ring and tree (and of the trees
