@@ -15,8 +15,9 @@ Both readings run at NCCL's own node count, without the model's split-domain tre
 published job set NCCL_HOSTID (the bench's ``fabric``, ``Fabric(..., split_domains=False)``).
 
 The rows are ring or tree at Simple, and the low-latency protocol on each (LL, or LL128 inside
-one domain). The last line counts the points within 15 %: all 84, the 49 from 1 MiB to 1 GiB,
-the 17 of those at >= 64 GPUs, and the 6 at twenty GB200 racks.
+one domain). The last line counts the points within 15 %: all of them, those from 1 MiB to 1 GiB,
+those of the latter at >= 64 GPUs, and the 6 at twenty GB200 racks (today 69 / 87, 37 / 50,
+13 / 18, 0 / 6 for the model; 68 / 87, 36 / 50, 12 / 18, 0 / 6 for NCCL's pick).
 
 Run: PYTHONPATH=. python benchmarks/nccl_algorithm_choice.py
 """
