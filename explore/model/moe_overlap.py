@@ -35,7 +35,9 @@ Read from NVIDIA/Megatron-LM at commit d98e8a64ddf34856e74b24714e3bedb2f5a39553:
 * SMs: the DeepEP normal kernels run on ``Buffer.num_sms`` = 20 SMs (deepseek-ai/DeepEP
   deep_ep/buffers/legacy.py; Megatron sets 20 when ``moe_flex_dispatcher_num_sms`` is unset,
   token_dispatcher.py), so overlapped all-to-all slows compute by ``moe.COMM_SM_SHARE`` of the
-  hidden part, as in ``overlap.nested``: wall = (1 - k) T + k (compute + comm), monotone.
+  hidden part, as in ``overlap.nested``: wall = (1 - k) T + k (compute + comm), monotone (comm: every
+  stream in the windows, the attention block's overlapped TP collectives included, so the serial bound
+  is never below T and a larger k never shortens the layer; tests/explore/test_moe_overlap.py).
 * TP collectives: a MoE layer with expert TP 1 runs the attention block's only (step.py, from
   token_dispatcher.py). On Hopper and earlier the EP overlap's second stream needs
   CUDA_DEVICE_MAX_CONNECTIONS > 1 while Megatron's TP overlap needs 1 (megatron/training/arguments.py,
@@ -93,7 +95,7 @@ def paired_layer_wall(a_f, e_f, a_b, e_b, d_f, c_f, d_b, c_b, tp_f=0.0, tp_b=0.0
     mid = np.maximum(np.maximum(e_b, d_f) + e_f, np.maximum(d_f, e_d) + d_b)
     core = s + mid + np.maximum(a_b, c_f + tp_b)
     compute = a_f + e_f + a_b + e_b
-    return (1.0 - share) * core + share * (compute + d_f + c_f + d_b + c_b)
+    return (1.0 - share) * core + share * (compute + d_f + c_f + d_b + c_b + tp_f + tp_b)
 
 
 def exposed_per_layer(m, plan, fwd_base, bwd_base, t_gemm, t_attn, t_softmax, t_mem, t_mem_bwd,
