@@ -30,7 +30,7 @@ Plan mapping (the same for both runs, never tuned per run; nothing is fitted on 
   bf16 inside each layer (``DenseGeneral``: ``jnp.asarray(kernel, self.dtype)``); XLA's SPMD
   partitioner runs the elementwise cast on the shard and gathers at the matmul that needs the whole
   operand, and reduce-scatters the matmul's bf16 weight-gradient output, so
-  ``param_gather_bytes = grad_reduce_bytes = 2`` (4 bytes each changes the step by under 2 %:
+  ``param_gather_bytes = grad_reduce_bytes = 2`` (4 bytes each lengthens the step by 1.4 % and 2.4 %:
   docs/validation.md);
 * network: ``v4-N`` counts TensorCores, 2 per chip (Cloud TPU docs, types and topologies), so
   v4-128 = 64 chips = one 4x4x4 cube and v4-384 = 192 chips; the slice shape is not stated, 4x4x12 is
