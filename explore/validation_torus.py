@@ -86,7 +86,7 @@ EXCLUDED = {
     "maxtext23_v4_52b_2x_v4-384 (162 TFLOP/s, 58.9 % MFU)":
         "multi-slice (dcn_data_parallelism 2), as above; the README itself calls its higher-than-one-slice "
         "figure a compiler quirk",
-    "PaLM 540B, 6,144 TPU v4 (MFU 46.2 %, HFU 57.8 %)":
+    "PaLM 540B (Chowdhery et al. 2022), 6,144 TPU v4 (MFU 46.2 %, HFU 57.8 %)":
         "two pods joined by DCN (pod-level data parallelism over the data-centre network): not expressible, as "
         "above; no single-pod figure is published",
     "MLPerf Training v1.1 open division (480B on 2,048 and 200B on 1,024 TPU v4, 63 % 'computational "
