@@ -1,12 +1,12 @@
 """Torus group (TPU v4, 3D torus + OCS; tests/validation/torus_runs.csv): MaxText's published TPU v4
 runs, held out (nothing is fitted on them; the shipped constants come from published_runs.csv).
 
-Measured with the constants of this commit: 22B on 64 chips +26.0 %, 52B on 192 chips +18.9 %,
-MAPE 22.5 %: the model is too slow on both. The exposed torus communication is under 0.2 % of the
-modelled step, so the group tests the TPU v4 compute estimate far more than the torus: the published
-rates with the rematerialised forward counted are above the model's GEMM ceiling on tpu-v4 (the
-catalog's matmul_peak_fraction is an estimate borrowed from H100). Bounds are those figures plus a
-small margin, in the direction found: they record where the model stands, not a target.
+Measured with the constants of this commit: 22B on 64 chips +14.6 %, 52B on 192 chips +7.8 %,
+MAPE 11.2 %: the model is too slow on both. The exposed torus communication is under 0.2 % of the
+modelled step, so the group tests the TPU v4 compute estimate far more than the torus. tpu-v4's
+matmul_peak_fraction is a measured TPU v4 matmul rate (89.2 %, SCALE-Sim's xprof GEMM sweep; it was
+the H100 figure, 80.3 %, borrowed, with +26.0 / +18.9 %), not fitted on this group. Bounds are those
+figures plus a small margin, in the direction found: they record where the model stands, not a target.
 """
 import numpy as np
 import pytest
@@ -67,9 +67,9 @@ def test_every_run_fits_memory(evaluated):
 
 
 def test_model_too_slow_on_every_run_within_bounds(errors):
-    """Measured +26.0 % (22B, 64 chips) and +18.9 % (52B, 192 chips); MAPE 22.5 %."""
-    assert all(0.15 <= e <= 0.28 for e in errors.values()), errors
-    assert np.mean(np.abs(list(errors.values()))) <= 0.24
+    """Measured +14.6 % (22B, 64 chips) and +7.8 % (52B, 192 chips); MAPE 11.2 %."""
+    assert all(0.05 <= e <= 0.17 for e in errors.values()), errors
+    assert np.mean(np.abs(list(errors.values()))) <= 0.125
 
 
 def test_torus_communication_is_nearly_all_hidden(evaluated):
@@ -80,14 +80,17 @@ def test_torus_communication_is_nearly_all_hidden(evaluated):
         assert comm < 0.005 * float(ds["step_time_s"][0]), rid
 
 
-def test_published_rates_exceed_the_model_gemm_ceiling():
-    """Why the model is too slow: the published model TFLOP/s (6 N per token) with the rematerialised
-    forward added (x 8/6, still without attention) is above what the model lets a linear GEMM reach on
-    tpu-v4 (peak x matmul_peak_fraction x gemm_efficiency, 186 TFLOP/s)."""
+def test_published_rates_sit_at_the_model_gemm_ceiling():
+    """Why the model is still too slow: the published model TFLOP/s (6 N per token) with the
+    rematerialised forward added (x 8/6, still without attention) is within 1.5 % of what the model
+    lets a linear GEMM reach on tpu-v4 (peak x matmul_peak_fraction x gemm_efficiency, 207 TFLOP/s:
+    208 and 205), so the chips ran their linear layers at about the model's ceiling and everything
+    else the model times on top (attention, elementwise work, optimizer) is what it adds. With the
+    borrowed H100 fraction (0.803) the ceiling was 186 TFLOP/s, 10 % below both."""
     ceiling = T.gemm_ceiling_tflops()
-    assert 150 < ceiling < 200
+    assert 200 < ceiling < 215
     for row in ROWS.values():
-        assert float(row["tflops_per_gpu"]) * 8 / 6 > 1.08 * ceiling, row["run_id"]
+        assert abs(float(row["tflops_per_gpu"]) * 8 / 6 / ceiling - 1) < 0.015, row["run_id"]
 
 
 def test_excluded_runs_carry_a_reason():
