@@ -29,13 +29,29 @@ from __future__ import annotations
 import numpy as np
 from hwmodels.select import where
 
-COMM_SM_SHARE = 20.0 / 132.0
-"""Share of the accelerator's SMs that all-to-all kernels occupy while they overlap compute:
-DeepSeek-V3 (arXiv:2412.19437) Sec. 3.2.2 runs dispatch and combine on 20 of the H800's 132 SMs.
-Megatron-Core's flex dispatcher runs DeepEP's normal kernels on 20 SMs as well (DeepEP
-deep_ep/buffers/legacy.py ``Buffer.num_sms = 20``; Megatron-LM token_dispatcher.py sets 20 when
-``moe_flex_dispatcher_num_sms`` is unset). Overlapped all-to-all time slows the compute it hides
-behind by this share (moe_overlap.py)."""
+DEEPEP_SMS = 20.0
+"""SMs DeepEP's all-to-all kernels occupy: DeepSeek-V3 (arXiv:2412.19437) Sec. 3.2.2 runs dispatch and
+combine on 20 SMs; Megatron-Core's flex dispatcher runs DeepEP's normal kernels on 20 SMs as well
+(DeepEP deep_ep/buffers/legacy.py ``Buffer.num_sms = 20``; Megatron-LM token_dispatcher.py sets 20 when
+``moe_flex_dispatcher_num_sms`` is unset)."""
+
+COMM_SM_SHARE = DEEPEP_SMS / 132.0
+"""Share of the accelerator's SMs that all-to-all kernels occupy while they overlap compute, on the
+reference part: DeepSeek-V3 (arXiv:2412.19437) Sec. 3.2.2 runs dispatch and combine on 20 of the
+H800's 132 SMs (``DEEPEP_SMS``). Overlapped all-to-all time slows the compute it hides behind by the
+part's share (``comm_sm_share``, moe_overlap.py); this one is its fallback where the SM count is unknown."""
+
+
+def comm_sm_share(sm_count):
+    """Per-design share of the SMs DeepEP's kernels take: ``DEEPEP_SMS`` / the part's SM count
+    (catalog ``sm_count``: 20/132 on H100 / H200 / H800, 20/148 on B200 / GB200, 20/108 on A100).
+    Where the count is missing (NaN or <= 0: non-NVIDIA parts such as TPU v4 and MI300X, where DeepEP
+    does not run, inline accelerators without a base part, parametric designs whose compute dies
+    differ from their base's) it falls back to the H800 reference share ``COMM_SM_SHARE`` (20/132).
+    Broadcasts over the batch."""
+    n = np.asarray(sm_count, dtype=float)
+    ok = np.isfinite(n) & (n > 0)
+    return np.where(ok, DEEPEP_SMS / np.where(ok, n, 1.0), COMM_SM_SHARE)
 
 
 def is_moe(m):

@@ -34,8 +34,9 @@ Read from NVIDIA/Megatron-LM at commit d98e8a64ddf34856e74b24714e3bedb2f5a39553:
   simulation of the two streams over whole chunks (tests/explore/test_moe_overlap.py).
 * SMs: the DeepEP normal kernels run on ``Buffer.num_sms`` = 20 SMs (deepseek-ai/DeepEP
   deep_ep/buffers/legacy.py; Megatron sets 20 when ``moe_flex_dispatcher_num_sms`` is unset,
-  token_dispatcher.py), so overlapped all-to-all slows compute by ``moe.COMM_SM_SHARE`` of the
-  hidden part, as in ``overlap.nested``: wall = (1 - k) T + k (compute + comm), monotone (comm: every
+  token_dispatcher.py), so overlapped all-to-all slows compute by the share of the part's SMs they
+  take, ``moe.comm_sm_share`` (20 / the catalog ``sm_count``: 20/132 on Hopper, 20/148 on B200; the
+  H800's 20/132, ``moe.COMM_SM_SHARE``, where the count is unknown), of the hidden part, as in ``overlap.nested``: wall = (1 - k) T + k (compute + comm), monotone (comm: every
   stream in the windows, the attention block's overlapped TP collectives included, so the serial bound
   is never below T and a larger k never shortens the layer; tests/explore/test_moe_overlap.py).
 * TP collectives: a MoE layer with expert TP 1 runs the attention block's only (step.py, from
@@ -99,7 +100,7 @@ def paired_layer_wall(a_f, e_f, a_b, e_b, d_f, c_f, d_b, c_b, tp_f=0.0, tp_b=0.0
 
 
 def exposed_per_layer(m, plan, fwd_base, bwd_base, t_gemm, t_attn, t_softmax, t_mem, t_mem_bwd,
-                      rc_compute, tp, a2a, dispatch_bytes, combine_bytes):
+                      rc_compute, tp, a2a, dispatch_bytes, combine_bytes, share=COMM_SM_SHARE):
     """Exposed all-to-all of one layer and microbatch, forward and backward (each half of the total).
 
     ``fwd_base`` / ``bwd_base``: the layer's forward / backward(+recompute) wall without the
@@ -107,6 +108,7 @@ def exposed_per_layer(m, plan, fwd_base, bwd_base, t_gemm, t_attn, t_softmax, t_
     collectives, which belong to the attention block (with expert TP 1 the experts have none; the
     flex dispatcher starts from the sequence-parallel shard): overlapped with the attention window
     when ``plan.overlap_tp_comm``, else serial in it; ``a2a``: one direction's dispatch + combine.
+    ``share``: the part's SM share of the all-to-all kernels (``moe.comm_sm_share``, per design).
     Paired passes expose max(paired wall - base, 0); warm-up and cool-down passes all of it."""
     g_a = t_gemm * attention_gemm_share(m)
     att_f = g_a + t_attn + t_softmax + t_mem * _frac(g_a, t_gemm)
@@ -118,7 +120,7 @@ def exposed_per_layer(m, plan, fwd_base, bwd_base, t_gemm, t_attn, t_softmax, t_
     att_f, att_b = att_f + where(ov, 0.0, tp), att_b + where(ov, 0.0, tp)
     dshare = dispatch_bytes / (dispatch_bytes + combine_bytes)
     d, c = a2a * dshare, a2a * (1.0 - dshare)   # backward mirrors: combine_bwd ~ dispatch, dispatch_bwd ~ combine
-    wall = paired_layer_wall(att_f, e_f, att_b, e_b, d, c, c, d, tp_win, tp_win)
+    wall = paired_layer_wall(att_f, e_f, att_b, e_b, d, c, c, d, tp_win, tp_win, share=share)
     paired = np.maximum(wall - (fwd_base + bwd_base), 0.0)
     phi = paired_fraction(plan.microbatches, plan.pp, plan.virtual_stages)
     half = 0.5 * phi * paired + (1.0 - phi) * a2a

@@ -179,7 +179,8 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     if np.any(plan.overlap_moe_comm):
         pair_fwd, pair_bwd = moe_overlap.exposed_per_layer(
             m, plan, fwd_base, bwd_base + rc_compute, t_gemm, t_attn, t_softmax, t_mem, t_mem_bwd, rc_compute,
-            tp_collective, a2a_fwd, recipe.dispatch_bytes, recipe.combine_bytes)
+            tp_collective, a2a_fwd, recipe.dispatch_bytes, recipe.combine_bytes,
+            share=moe.comm_sm_share(s.sm_count))   # DeepEP's 20 SMs of the part's
         a2a_exp_fwd = where(plan.overlap_moe_comm, pair_fwd, a2a_fwd)
         a2a_exp_bwd = where(plan.overlap_moe_comm, pair_bwd, a2a_fwd)
     # ring attention: cp - 1 key/value blocks per layer (2x backward) to the next cp rank (stride tp),

@@ -62,6 +62,8 @@ class SystemSpec:
     gemm_peak_fraction: np.ndarray = np.nan      # the same at the linear GEMMs' precision (FP8: catalog
                                                  # matmul_peak_fraction_fp8); NaN = matmul_peak_fraction
     fp8_gemm_any_layout: np.ndarray = 0.0        # 1: FP8 GEMMs take any operand layout (no transposed copies)
+    sm_count: np.ndarray = np.nan                # streaming multiprocessors (catalog sm_count); NaN = unknown
+                                                 # (moe.comm_sm_share falls back to the H800's 20/132)
     su_in_switch_reduction: np.ndarray = 0.0     # 1: the scale-up switch reduces (NVLink SHARP), 0: no
     su_bus_efficiency: np.ndarray = np.nan       # measured ring bus bandwidth / su_bandwidth_bps (catalog bus_efficiency)
     sub_domains: tuple = ()                      # (size, NetworkSpec) per split of the domain (sub_domain_networks)
@@ -132,6 +134,13 @@ def parametric_accelerator_arrays(r) -> dict[str, np.ndarray]:
     for f in ACCEL_FIELDS:
         if f"system.accelerator.{f}" in v:
             out[f] = np.broadcast_to(v[f"system.accelerator.{f}"].astype(float), (n,))
+    # SM count: the base part's while the compute dies are its reconstruction's (count, area, matrix
+    # share, node); a design that changes them has no known SM count: NaN (moe.comm_sm_share's fallback)
+    same = np.ones(n, dtype=bool)
+    for k in ("compute_dies", "die_area_mm2", "matrix_fraction", "node"):
+        same &= np.broadcast_to(p[k], (n,)) == np.broadcast_to(dflt[k], (len(uniq),))[np.broadcast_to(code, (n,))]
+    out["sm_count"] = np.where(same, lookup("accelerators", base_ids, "sm_count")[np.broadcast_to(code, (n,))],
+                               np.nan)
     out["hw"] = hw
     return out
 
@@ -244,6 +253,10 @@ def build_system(r) -> SystemSpec:
     kw["gemm_peak_fraction"] = np.where(prec == "fp8", lookup("accelerators", ids_or, "matmul_peak_fraction_fp8"),
                                         kw["matmul_peak_fraction"])
     kw["fp8_gemm_any_layout"] = lookup("accelerators", ids_or, "fp8_gemm_any_layout")
+    # SM count (the DeepEP all-to-all share, moe.comm_sm_share): the catalog part's (or a parametric
+    # design's, parametric_accelerator_arrays); NaN for an inline accelerator without a base part
+    kw["sm_count"] = (acc["sm_count"] if "sm_count" in acc
+                      else lookup("accelerators", ids, "sm_count") if ids is not None else np.nan)
     kw["su_in_switch_reduction"] = in_switch_reduction(v["system.scale_up.link"])
     kw["su_bus_efficiency"] = bus_efficiency(v["system.scale_up.link"])
     network = network_spec(r)

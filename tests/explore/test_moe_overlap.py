@@ -128,9 +128,8 @@ def test_cited_overlap_slowdown_cannot_close_the_qwen3_gap(monkeypatch):
     qwen, dsv3 = "mcoremoe_h100_qwen3_235b_bf16_256_a2aoverlap", "deepseekv3_prod_h800_2048"
     shipped = {n: step(n) for n in (qwen, dsv3)}
     upper = validation.FIT_BOUNDS["overlap_slowdown"][1]
-    defaults = list(mo.paired_layer_wall.__defaults__)
-    defaults[-1] = upper
-    monkeypatch.setattr(mo.paired_layer_wall, "__defaults__", tuple(defaults))
+    from explore.model import moe
+    monkeypatch.setattr(moe, "comm_sm_share", lambda sm_count: np.full(np.shape(sm_count), upper))
     at_max = {n: step(n) for n in (qwen, dsv3)}
     assert at_max[qwen] > shipped[qwen] and at_max[dsv3] > shipped[dsv3]   # the share is charged
     assert at_max[qwen] < 0.90 * published[qwen]
@@ -228,3 +227,59 @@ def test_moe_layers_with_expert_tp_1_carry_the_attention_blocks_tp_collectives_o
             t[ov] = float(explore.evaluate(s).step_time_s.values.ravel()[0])
         cost[etp] = t[False] - t[True]
     assert cost[2] > 0 and abs(cost[1] / cost[2] - 2 / 4) < 0.01
+
+
+def test_deepep_sm_share_is_20_of_the_parts_sms():
+    """DeepEP's 20 SMs of the part's (catalog sm_count): 20/148 on B200 and the GB200 rows (base b200),
+    20/132 on H100 and the H800 row; parts without an SM count (TPU v4, MI300X) fall back to 20/132."""
+    from explore.model import moe
+    from explore.model.system import build_system
+    from explore.scenario import resolve
+    assert moe.DEEPEP_SMS == 20.0 and moe.COMM_SM_SHARE == 20.0 / 132.0
+    share = {}
+    for name in ("mbridge2604_b200_dsv3_mxfp8_256", "mbridge2608_gb200_dsv3_mxfp8_256",
+                 "mbridge2509_h100_dsv3_dropless_1024", "deepseekv3_prod_h800_2048"):
+        s = build_system(resolve(load_scenario(SCEN / f"{name}.toml")))
+        share[name] = moe.comm_sm_share(s.sm_count)
+    assert np.allclose(share["mbridge2604_b200_dsv3_mxfp8_256"], 20.0 / 148.0)
+    assert np.allclose(share["mbridge2608_gb200_dsv3_mxfp8_256"], 20.0 / 148.0)
+    assert np.allclose(share["mbridge2509_h100_dsv3_dropless_1024"], 20.0 / 132.0)
+    assert np.allclose(share["deepseekv3_prod_h800_2048"], 20.0 / 132.0)
+    got = moe.comm_sm_share(np.array([132.0, 148.0, 108.0, np.nan, 0.0]))   # broadcasts over a batch
+    assert np.allclose(got, [20 / 132, 20 / 148, 20 / 108, 20 / 132, 20 / 132])
+
+
+def test_b200_overlapped_layer_no_slower_than_at_the_h800_share(monkeypatch):
+    """Fewer SMs taken of more: a B200 design's EP-overlapped step at 20/148 is no slower than at 20/132."""
+    from explore.model import moe
+    name = "mbridge2604_b200_dsv3_mxfp8_256"
+
+    def step():
+        return float(explore.evaluate(load_scenario(SCEN / f"{name}.toml")).step_time_s.values.ravel()[0])
+
+    per_part = step()
+    monkeypatch.setattr(moe, "comm_sm_share", lambda sm_count: np.full(np.shape(sm_count), moe.COMM_SM_SHARE))
+    assert per_part <= step() * (1 + 1e-12)
+    # and the paired layer itself, piece by piece
+    rng = np.random.default_rng(7)
+    args = rng.uniform(0.1, 2.0, (10, 300))
+    assert np.all(mo.paired_layer_wall(*args, share=20.0 / 148.0)
+                  <= mo.paired_layer_wall(*args, share=20.0 / 132.0) * (1 + 1e-12))
+
+
+def test_parametric_designs_keep_the_base_sm_count_only_with_its_compute_dies():
+    """A parametric accelerator keeps its base part's SM count while its compute dies are the base's
+    reconstruction's; other dies have no known count: NaN, which falls back to 20/132."""
+    from explore.model import moe
+    from explore.model.system import build_system
+    from explore.scenario import resolve
+    sc = load_scenario(SCEN / "mbridge2604_b200_dsv3_mxfp8_256.toml")
+
+    def sm(acc):
+        s2 = copy.deepcopy(sc)
+        s2["system"]["accelerator"] = acc
+        return build_system(resolve(s2)).sm_count
+
+    assert np.allclose(sm({"base": "b200", "price_markup": 2.0}), 148.0)
+    changed = sm({"base": "b200", "compute_dies": 1})
+    assert np.all(np.isnan(changed)) and np.allclose(moe.comm_sm_share(changed), 20.0 / 132.0)
