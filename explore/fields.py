@@ -131,7 +131,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
                                 "(each read back on the host or awaited on the stream): none, or "
                                 "composer-0.17 (Composer v0.17.2 as llm-foundry ran it: loss, samples/tokens "
                                 "and SpeedMonitor FLOPs all-reduces, the batch-time broadcast from rank 0 and "
-                                "FSDP clip_grad_norm_'s all-reduce; explore/model/step.py)"),
+                                "FSDP clip_grad_norm_'s all-reduce; explore/model/host_syncs.py)"),
         "elementwise_kernels": Field("choice", "megatron",
                                      choices=("megatron", "llm-foundry-flash", "llm-foundry-triton"),
                                      doc="HBM traffic of the memory-bound kernels around the GEMMs and of the "

@@ -221,7 +221,7 @@ TRAIN_METRIC_STATES = 2.0
 (``training.train_metrics`` counts the metrics): Composer's LanguageCrossEntropy registers
 ``sum_loss`` and ``total_items`` (``add_state``, composer/metrics/nlp.py at v0.17.2, commit
 7e0e40a72a6b); LanguagePerplexity subclasses it and adds none. A count read from the code, not a
-fitted constant. Used for the per-step metric synchronization in ``step.py``: Composer v0.17.2
+fitted constant. Used for the per-step metric synchronization in ``host_syncs.py``: Composer v0.17.2
 computes the training metrics after every batch (composer/trainer/trainer.py ``_train_loop`` ->
 ``_compute_and_log_metrics`` -> ``Metric.compute``), and torchmetrics below 1.1 (Composer 0.17.2's
 pin ``torchmetrics>=0.10.0,<1.1``, setup.py) syncs each state with ``gather_all_tensors``
