@@ -63,7 +63,7 @@ FSDP unit):
   composer/algorithms/gradient_clipping, which calls torch 2.1 FSDP's ``clip_grad_norm_``) runs per
   batch four scalar all-reduces (loss, samples/tokens, SpeedMonitor FLOPs, gradient norm) and one
   broadcast of the batch time from rank 0, each read back on the host or awaited on the stream, so
-  serial with the step (step.py). The yamls enable speed_monitor and gradient_clipping (llm-foundry
+  serial with the step (host_syncs.py). The yamls enable speed_monitor and gradient_clipping (llm-foundry
   5e85bd62d scripts/train/yamls/pretrain/mpt-*.yaml). The A100 rows keep "none" (code not pinned).
 """
 from __future__ import annotations

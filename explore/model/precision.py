@@ -82,7 +82,7 @@ class Recipe:
     foundry_kernels: np.ndarray = False  # training.elementwise_kernels = llm-foundry-* (calibration.py)
     foundry_unpad: np.ndarray = False    # ... = llm-foundry-flash: flash-attn varlen (un)padding copies
     train_metrics: np.ndarray = 0.0      # training.train_metrics: fp32 cross-entropies per microbatch
-    composer_syncs: np.ndarray = 0.0     # training.step_syncs = composer-0.17 (step.py)
+    composer_syncs: np.ndarray = 0.0     # training.step_syncs = composer-0.17 (host_syncs.py)
     te_loss: np.ndarray = False          # training.loss_kernel = te (calibration.TE_LOGITS_*)
 
     @classmethod

@@ -208,7 +208,7 @@ def activation_bytes_per_layer(m: ModelSpec, micro, tp, sp, recompute, flash):
     mlp_inner = where(m.gated_mlp, 6.0, 4.0) * m.seq_len * micro * f
     sharded = (4.0 + 4.0 * kvr) * sbh + mlp_inner
     # softmax output (2), and with attention dropout its mask (1) and output (2)
-    per_score = 2.0 + where(m.attention_dropout > 0, ATTENTION_DROPOUT_BYTES_PER_SCORE, 0.0)
+    per_score = 2.0 + where(m.attention_dropout > 0, ATTENTION_DROPOUT_STORED_BYTES_PER_SCORE, 0.0)
     scores = per_score * m.heads * m.seq_len ** 2 * micro
     scores = where(flash | (recompute >= 1), 0.0, scores)
     per_layer = where(sp, (replicated + sharded + scores) / tp, replicated + (sharded + scores) / tp)
@@ -219,7 +219,7 @@ def activation_bytes_per_layer(m: ModelSpec, micro, tp, sp, recompute, flash):
 HIDDEN_DROPOUT_MASK_BYTES_PER_SBH = 2.0
 """The two hidden-dropout masks a layer stores (after attention and after the MLP), 1 byte per
 element each (Korthikanti et al. 2022 Sec. 4.1: "a mask with the size s b h")."""
-ATTENTION_DROPOUT_BYTES_PER_SCORE = 3.0
+ATTENTION_DROPOUT_STORED_BYTES_PER_SCORE = 3.0
 """Attention dropout per score element and head: its mask (1 byte) and its output (2 bytes), which the
 A V product saves (Korthikanti et al. 2022 Sec. 4.1); without dropout that product saves the softmax
 output itself."""

@@ -1,4 +1,4 @@
-"""Composer's per-step training-metric synchronization (``step.py``, ``calibration.TRAIN_METRIC_STATES``).
+"""Composer's per-step training-metric synchronization (``explore/model/host_syncs.py``, ``calibration.TRAIN_METRIC_STATES``).
 
 Composer v0.17.2 computes its training metrics after every batch and torchmetrics (< 1.1) syncs
 each metric state with ``gather_all_tensors``: a barrier, ``world_size`` ``zeros_like`` from Python

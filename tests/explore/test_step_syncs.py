@@ -1,4 +1,4 @@
-"""Composer v0.17.2's per-batch scalar collectives (``training.step_syncs = "composer-0.17"``, step.py).
+"""Composer v0.17.2's per-batch scalar collectives (``training.step_syncs = "composer-0.17"``, explore/model/host_syncs.py).
 
 Read in mosaicml/composer at v0.17.2 (commit 7e0e40a72a6b): per batch, three 4-byte all-reduces
 (``_train_loop``'s loss, the SpeedMonitor's FLOPs, FSDP ``clip_grad_norm_``'s norm), one 8-byte
