@@ -24,7 +24,8 @@ Per layer and microbatch on one device of the slowest pipeline stage:
   Megatron-LM's kernels).
 
 The pipeline runs (m + (p-1)/v) slowest-stage microbatch times (interleaved
-1F1B, Narayanan et al. 2021 Sec. 2.2), plus blocking point-to-point sends: Megatron-LM's batched
+1F1B, Narayanan et al. 2021 Sec. 2.2; with the embedding counted as a layer of the split, less what
+the embedding-only chunk saves on the fill and drain, ``plan.bubble_time``), plus blocking point-to-point sends: Megatron-LM's batched
 exchange per slot, or DeepSpeed's pipeline engine sending one tensor at a time (``pp_p2p``
 serial: ``pipeline_p2p.serial_p2p_transfers`` each way; ``pp_scatter_grads`` false sends the gradient whole).
 Data-parallel gradient reduce-scatter (or all-reduce without ZeRO) overlaps
