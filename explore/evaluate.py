@@ -223,7 +223,7 @@ def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v,
     n = n or code.size
     code = np.broadcast_to(code, (n,)).copy()
     # reasons that name the design's values: (mask, strings) pieces, joined into details below
-    notes = [reason_details(plan, code, table) if details else None]   # issue 11: the expert-parallel rule
+    notes = [reason_details(plan, code, table, model) if details else None]   # the expert-parallel rule (issue 11), the pipeline split
     valid = code == 0
     if PRECISION_RULE in table:                   # issue 13: name the precision and its peak field
         prec_bad = code == table.index(PRECISION_RULE)

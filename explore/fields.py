@@ -172,6 +172,19 @@ SCHEMA: dict[str, dict[str, Field]] = {
                                       "layer pairs only (explore/model/moe_overlap.py)"),
         "microbatch": Field("int", 1, lo=1),
         "virtual_stages": Field("int", 1, lo=1, doc="interleaved 1F1B model chunks per pipeline rank"),
+        "pp_embedding_as_layer": Field("bool", False,
+                                       doc="the input embedding counts as one layer of the pipeline split "
+                                           "(Megatron-Core account_for_embedding_in_pipeline_split): the "
+                                           "(layers + this + pp_loss_as_layer) slots split evenly over the pp * "
+                                           "virtual_stages model chunks, which must divide them, and the first "
+                                           "chunk of the first rank holds one layer fewer; with one slot per "
+                                           "chunk, the embedding alone (Llama 3 405B: 126 + 2 on 16 x 8, Dubey "
+                                           "et al. 2024 Sec. 3.3.2). Needs pp > 1 (memory.py, step.py)"),
+        "pp_loss_as_layer": Field("bool", False,
+                                  doc="the output layer and loss count as one layer of the pipeline split "
+                                      "(Megatron-Core account_for_loss_in_pipeline_split): the last chunk of the "
+                                      "last rank holds one layer fewer (with one slot per chunk, the output layer "
+                                      "and loss alone); as pp_embedding_as_layer. Needs pp > 1"),
         "zero": Field("int", 1, lo=0, hi=3),
         "recompute": Field("choice", "selective", choices=RECOMPUTE),
         "sequence_parallel": Field("bool", True),

@@ -66,9 +66,18 @@ MBRIDGE_DENSE = ("mbridge2606_gb200_llama31_405b_fp8_256", "mbridge2606_gb200_ll
                  "mbridge2511_gb200_llama3_8b_fp8_8", "mbridge2511_gb200_llama3_8b_mxfp8_8")
 LLAMA3_ROWS = ("llama3_405b_prod_8k_8192gpu", "llama3_405b_prod_8k_16384gpu", "llama3_405b_prod_128k_cp16_16384gpu")
 LLAMA3_PLAN = ("Llama 3 (arXiv:2407.21783) Sec. 3.3.2: interleaved schedule with V stages per rank, V not printed; "
-               "V = 8 inferred from 'the first model chunk on the first stage has only the embedding, and the last "
-               "model chunk on the last stage has only output projection and loss' with one layer fewer on the first "
-               "and last stage: one layer per chunk, (126 + 2) / 16 = 8 chunks per rank (V = 1 gives +6 % / +31 %); "
+               "one layer fewer on the first and the last stage, 'the first model chunk on the first stage has only "
+               "the embedding, and the last model chunk on the last stage has only output projection and loss "
+               "calculation': the embedding and the loss each counted as one layer of the pipeline split "
+               "(pp_embedding_as_layer, pp_loss_as_layer: Megatron-Core's account_for_embedding_in_pipeline_split / "
+               "account_for_loss_in_pipeline_split), (126 + 2) / 16 = 8 slots per rank and one per chunk, so V = 8 "
+               "inferred (V = 1 gives +5.5 % / +30.5 %); N, the contiguous microbatches per chunk ('flexible N', "
+               "Sec. 3.3.2), not printed: N = PP, the depth-first schedule the paper names and Megatron-LM's default "
+               "microbatch_group_size_per_vp_stage (Megatron-LM takes N from PP to M, each larger N adding (V - 1) "
+               "(N - PP) chunk-forwards to the warm-up: N = PP holds the least); microbatch 1 sequence (not "
+               "printed), so M = Batch size/DP = 32 / 16 microbatches; 'input and output tensors of each pipeline "
+               "stage' deallocated when no longer used (Sec. 3.3.2): the megatron runtime holds no stage output "
+               "(Megatron-LM deallocate_pipeline_outputs) and a stage's input is its first layer's stored input; "
                "FP32 gradient accumulation and FP32 reduce-scatter (Sec. 3.3.2, numerical stability); FSDP without "
                "resharding after forward = one parameter all-gather and one gradient reduce-scatter per step (zero 1); "
                "RoCE 400 Gb/s per GPU (Sec. 3.3.1); the 1:7 oversubscription between 3,072-GPU pods (Sec. 3.3.1) is not "
@@ -156,7 +165,8 @@ RECIPE_FACTS = {  # published per-run configuration beyond the CSV columns: (fac
                                                "perf_recipes/llama/h100/llama31.py "
                                                "llama31_405b_pretrain_1024gpu_h100_fp8cs_config: TP 8 PP 8 CP 2 VP 8, "
                                                "microbatch 1, GBS 1536"),
-    **{rid: (dict(virtual_stages=8, grad_reduce_bytes=4), LLAMA3_PLAN) for rid in LLAMA3_ROWS},
+    **{rid: (dict(virtual_stages=8, pp_embedding_as_layer=True, pp_loss_as_layer=True, grad_reduce_bytes=4),
+             LLAMA3_PLAN) for rid in LLAMA3_ROWS},
     **{rid: (dict(grad_reduce_bytes=2, param_gather_bytes=1.0, moe_permute_fusion=False), NEMO_2502_FP8 + NEMO_MOE)
        for rid in NEMO_2502_ROWS},
     **{rid: (dict(grad_reduce_bytes=2, param_gather_bytes=1.0, moe_permute_fusion=False), NEMO_2504_FP8 + NEMO_MOE)
@@ -292,11 +302,15 @@ EXCLUDED = {
                                                "half of the s x s product) runs at a fused-attention constant "
                                                "fitted on <= 4k runs",
     "nemo2502_b200_mixtral8x22b_fp8_64k_256": "context > 8k (as above)",
-    "llama3_405b_prod_8k_8192gpu": "schedule not representable: the published plan (no activation checkpointing at "
-                                   "8K) is reported as not fitting 80 GB, as lightpath holds Megatron's interleaved "
-                                   "warm-up activations; Meta's modified schedule (flexible N contiguous microbatches, "
-                                   "stage inputs/outputs freed early, Sec. 3.3.2) is not modelled; V inferred",
-    "llama3_405b_prod_8k_16384gpu": "schedule not representable (as above)",
+    "llama3_405b_prod_8k_8192gpu": "does not fit 80 GB as modelled (97.8 GB): the published plan (no activation "
+                                   "checkpointing at 8K, embedding-only and loss-only chunks) peaks on the second "
+                                   "pipeline rank, which Megatron-LM's interleaved warm-up fills with 141 "
+                                   "layer-microbatches of activations (75.1 GB) beside 12.75 GB of unsharded FP32 "
+                                   "gradients; the embedding-only chunk lowers only the first rank's peak, "
+                                   "Sec. 3.3.2's flexible N holds no less than N = pp and its freed stage inputs "
+                                   "and outputs are already assumed; V inferred",
+    "llama3_405b_prod_8k_16384gpu": "does not fit 80 GB as modelled (90.6 GB; as above: all 16 microbatches of the "
+                                    "second rank's 8 layers in flight, 68.2 GB)",
     "llama3_405b_prod_128k_cp16_16384gpu": "context > 8k (as above); published DP 4 inconsistent with the GPU and "
                                            "token counts (DP 8 used); all-gather CP",
 }

@@ -70,6 +70,8 @@ class ParallelPlan:
     pp_scatter_grads: np.ndarray = True  # backward activation gradients scattered over the tensor group
     grad_acc_hook: np.ndarray = False      # an element-wise gradient add per parameter and microbatch (step.py)
     grad_acc_autograd: np.ndarray = False  # ... in every microbatch but the first (step.py)
+    emb_layer: np.ndarray = False          # the embedding counts as a layer of the pipeline split (memory.py)
+    loss_layer: np.ndarray = False         # ... the output layer and loss (memory.split_layout)
 
     @classmethod
     def from_resolved(cls, r) -> "ParallelPlan":
@@ -119,6 +121,8 @@ class ParallelPlan:
                   pp_scatter_grads=np.asarray(v["parallelism.pp_scatter_grads"], bool),
                   grad_acc_hook=np.asarray(v["parallelism.grad_accumulation"]) == "hook",
                   grad_acc_autograd=np.asarray(v["parallelism.grad_accumulation"]) == "autograd",
+                  emb_layer=np.asarray(v["parallelism.pp_embedding_as_layer"], bool),
+                  loss_layer=np.asarray(v["parallelism.pp_loss_as_layer"], bool),
                   grad_bucket_params=bucket_params(v, dp))
         return cls(**{k: fit(a, n) for k, a in kw.items()})   # constants stay length 1
 
@@ -158,13 +162,23 @@ def bubble_fraction(plan: ParallelPlan):
     return (plan.pp - 1) / (plan.virtual_stages * plan.microbatches)
 
 
+def bubble_time(t_stage, p, v, emb_chunk_saving=0.0):
+    """Pipeline fill and drain time of (interleaved) 1F1B: (p - 1) / v slowest-stage microbatch times
+    (Narayanan et al. 2021, Sec. 2.2.2), less ``emb_chunk_saving`` when the first rank's first chunk,
+    which the fill and the drain cross once, is that much shorter than a middle chunk (the embedding
+    counted as a layer of the split: step.py). An event-level step-through of Megatron-LM's interleaved
+    order with uniform middle chunks gives m v t_chunk + this, t_chunk = t_stage / v, for p > 2
+    (tests/explore/test_pipeline_layout.py)."""
+    return (p - 1) / v * t_stage - emb_chunk_saving
+
+
 def check_rules(m: ModelSpec, plan: ParallelPlan, devices, fp_ok):
     """Per-design validity: returns (valid bool array, reason str array, "" where valid).
 
     The first broken rule of a design is its reason."""
     code, table = rule_codes(m, plan, devices, fp_ok)
     reason = np.asarray(table, dtype=object)[code]
-    details = reason_details(plan, code, table)
+    details = reason_details(plan, code, table, m)
     if details is not None:
         reason[details[0]] = details[1]
     return code == 0, reason
@@ -174,6 +188,7 @@ def rule_codes(m: ModelSpec, plan: ParallelPlan, devices, fp_ok):
     """(code of the first broken rule per design, 0 = valid; table of reasons, table[0] = "")."""
     n = max(np.size(getattr(plan, f)) for f in plan.__dataclass_fields__)
     n = max(n, np.size(devices), np.size(fp_ok))
+    split = np.asarray(plan.emb_layer, bool) | np.asarray(plan.loss_layer, bool)
     rules = [
         (plan.tp * plan.pp * plan.dp * plan.cp != devices,
          "parallelism: tp*pp*dp*cp must equal system.devices"),
@@ -190,6 +205,10 @@ def rule_codes(m: ModelSpec, plan: ParallelPlan, devices, fp_ok):
          "output-only chunk)"),
         ((plan.virtual_stages > 1) & (plan.pp == 1),
          "parallelism.virtual_stages > 1 needs pp > 1"),
+        # the embedding / loss counted as a layer of the pipeline split (memory.split_layout)
+        (split & (plan.pp == 1), "parallelism.pp_embedding_as_layer / pp_loss_as_layer need pp > 1"),
+        (split & indivisible(split_slots(m, plan), plan.pp * plan.virtual_stages) if np.any(split) else False,
+         SPLIT_RULE),
         ((plan.virtual_stages > 1) & indivisible(plan.microbatches, plan.pp),
          "interleaved 1F1B needs the microbatch count to be a multiple of pp"),
         (~fp_ok, "training.precision is not supported by the accelerator"),
@@ -209,17 +228,43 @@ def rule_codes(m: ModelSpec, plan: ParallelPlan, devices, fp_ok):
 
 
 EP_RULE = "parallelism: ep*etp must divide tp*dp*cp"
+SPLIT_RULE = ("parallelism: pp*virtual_stages must divide model.layers + pp_embedding_as_layer + pp_loss_as_layer "
+              "(Megatron-Core get_num_layers_to_build splits the slots evenly over the model chunks)")
 
-def reason_details(plan: ParallelPlan, code, table):
+
+def split_slots(m: ModelSpec, plan: ParallelPlan):
+    """Slots of the pipeline split: the layers, plus one each for the embedding and the loss when they
+    count as layers (memory.split_layout)."""
+    return m.layers + np.where(plan.emb_layer, 1.0, 0.0) + np.where(plan.loss_layer, 1.0, 0.0)
+
+
+def reason_details(plan: ParallelPlan, code, table, m: ModelSpec | None = None):
     """(mask, strings) of designs whose reason names their values (issue 11: the expert-parallel
-    rule), to replace the table's text of those designs; None when no design needs it."""
-    hit = code == table.index(EP_RULE)
-    if not hit.any():
-        return None
-    i = lambda a: np.broadcast_to(a, hit.shape)[hit].astype(np.int64).astype(str)  # noqa: E731
+    rule; the pipeline split's divisibility), to replace the table's text of those designs; None when
+    no design needs it."""
     s = np.strings
-    q = i(np.floor(plan.tp * plan.dp * plan.cp / plan.etp))
-    msg = s.add(s.add(s.add(s.add(s.add(s.add(s.add(
-        "parallelism.ep: value ", i(plan.ep)), " (etp = "), i(plan.etp)), ") must divide tp*dp*cp/etp = "), q),
-        " (Megatron-Core: ep*etp divides tp*dp*cp; with etp = tp, ep divides dp*cp); allowed: a divisor of "), q)
-    return hit, msg.astype(object)
+    hit_ep = code == table.index(EP_RULE)
+    hit_split = (code == table.index(SPLIT_RULE)) if m is not None else np.zeros_like(hit_ep)
+    if not (hit_ep.any() or hit_split.any()):
+        return None
+    msg = np.empty(code.shape, dtype=object)
+    if hit_ep.any():
+        i = lambda a: np.broadcast_to(a, hit_ep.shape)[hit_ep].astype(np.int64).astype(str)  # noqa: E731
+        q = i(np.floor(plan.tp * plan.dp * plan.cp / plan.etp))
+        msg[hit_ep] = s.add(s.add(s.add(s.add(s.add(s.add(s.add(
+            "parallelism.ep: value ", i(plan.ep)), " (etp = "), i(plan.etp)), ") must divide tp*dp*cp/etp = "), q),
+            " (Megatron-Core: ep*etp divides tp*dp*cp; with etp = tp, ep divides dp*cp); allowed: a divisor of "),
+            q).astype(object)
+    if hit_split.any():
+        i = lambda a: np.broadcast_to(a, hit_split.shape)[hit_split].astype(np.int64).astype(str)  # noqa: E731
+        slots = i(split_slots(m, plan))
+        parts = ("parallelism.virtual_stages: value ", i(plan.virtual_stages), " with pp = ", i(plan.pp),
+                 ": pp*virtual_stages = ", i(plan.pp * plan.virtual_stages), " must divide the pipeline split's "
+                 "slots, model.layers + pp_embedding_as_layer + pp_loss_as_layer = ", slots,
+                 " (Megatron-Core get_num_layers_to_build); allowed: pp*virtual_stages a divisor of ", slots)
+        text = parts[0]
+        for part in parts[1:]:
+            text = s.add(text, part)
+        msg[hit_split] = text.astype(object)
+    hit = hit_ep | hit_split
+    return hit, msg[hit]

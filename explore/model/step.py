@@ -24,7 +24,8 @@ Per layer and microbatch on one device of the slowest pipeline stage:
   Megatron-LM's kernels).
 
 The pipeline runs (m + (p-1)/v) slowest-stage microbatch times (interleaved
-1F1B, Narayanan et al. 2021 Sec. 2.2), plus blocking point-to-point sends: Megatron-LM's batched
+1F1B, Narayanan et al. 2021 Sec. 2.2; with the embedding counted as a layer of the split, less what
+the embedding-only chunk saves on the fill and drain, ``plan.bubble_time``), plus blocking point-to-point sends: Megatron-LM's batched
 exchange per slot, or DeepSpeed's pipeline engine sending one tensor at a time (``pp_p2p``
 serial: ``pipeline_p2p.serial_p2p_transfers`` each way; ``pp_scatter_grads`` false sends the gradient whole).
 Data-parallel gradient reduce-scatter (or all-reduce without ZeRO) overlaps
@@ -54,7 +55,7 @@ from hwmodels.select import where
 from explore.model import calibration as cal
 from explore.model.cardinality import UniqueRows, per_rows, sharing_allowed, varying
 from explore.model import gemm, host_syncs, memory, overlap, runtime_memory as rt
-from explore.model.plan import ParallelPlan
+from explore.model.plan import ParallelPlan, bubble_time
 from explore.model.system import SystemSpec
 from explore.model.workload import (ModelSpec, activation_bytes_per_layer,
                               layer_attention_flops_per_token,
@@ -70,12 +71,22 @@ from explore.model.layer_compute import _share, layer_compute  # noqa: F401  (re
 
 
 def stage_layers(m: ModelSpec, plan: ParallelPlan):
-    """Layers on the fullest stage and on the last stage (which also holds the logits).
+    """Layers on the fullest stage, on the last stage (which also holds the logits) and on the first
+    (which also holds the embedding).
 
     Layers need not divide evenly (Llama 3 405B: 126 on 16 stages): the fullest
     stage holds ceil(L/p); the last stage, which carries the output layer,
-    holds floor(L/p)."""
-    return np.ceil(m.layers / plan.pp), np.floor(m.layers / plan.pp)
+    holds floor(L/p); the first is counted as a full one. With the embedding / the loss
+    counted as a layer of the split (``plan.emb_layer`` / ``loss_layer``,
+    ``memory.split_layout``): c v on the middle ranks, c v - e on the first and c v - l on the
+    last, c = (L + e + l) / (p v)."""
+    full, last = np.ceil(m.layers / plan.pp), np.floor(m.layers / plan.pp)
+    split = np.asarray(plan.emb_layer, bool) | np.asarray(plan.loss_layer, bool)
+    if not np.any(split):
+        return full, last, full
+    _, s_first, s_mid, s_last = memory.split_layout(m.layers, plan.pp, plan.virtual_stages,
+                                                    plan.emb_layer, plan.loss_layer)
+    return where(split, s_mid, full), where(split, s_last, last), where(split, s_first, full)
 
 
 def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
@@ -224,8 +235,11 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
 
     # --- 1F1B steady state: each slot is one forward and one backward of the slowest stage;
     # forward and backward are bounded separately (the fullest stage or the last stage + head)
-    # (the first stage, a full one, adds the embedding gradient; with pp = 1 it is the last stage too)
-    n_full, n_last = stage_layers(m, plan)
+    # (the first stage, a full one, adds the embedding gradient; with pp = 1 it is the last stage too;
+    # with the embedding counted as a layer of the split it holds n_first = c v - 1 layers)
+    n_full, n_last, n_first = stage_layers(m, plan)
+    split = np.asarray(plan.emb_layer, bool) | np.asarray(plan.loss_layer, bool)
+    split_any = bool(np.any(split))
     p = plan.pp
     head_only_bwd = head_bwd                    # the output layer's backward alone (FSDP root unit below)
     head_bwd = head_bwd + where(p == 1, emb_bwd, 0.0)
@@ -245,17 +259,26 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     expert_shard = 1.0 / t - 1.0 / (plan.etp * ep)
     layer_p = layer_params(m) / t - expert_total * expert_shard     # one layer's parameters on a device
     acc_full = acc_b * n_full * layer_p / hbm
+    acc_first = acc_b * n_first * layer_p / hbm if split_any else acc_full
     acc_last = acc_b * (n_last * layer_p + where((p > 1) | ~m.tied_embeddings, m.vocab * h / t, 0.0)) / hbm
     t_fwd_stage = np.maximum(n_full * fwd_wall, n_last * fwd_wall + head_fwd)
-    t_bwd_stage = np.maximum(n_full * (bwd_wall + rc_wall) + emb_bwd + acc_full,
-                             n_last * (bwd_wall + rc_wall) + head_bwd + acc_last)
-    t_stage = t_fwd_stage + t_bwd_stage
+    first_bwd = n_first * (bwd_wall + rc_wall) + emb_bwd + acc_first
+    last_bwd_wall = n_last * (bwd_wall + rc_wall) + head_bwd + acc_last
+    t_bwd_stage = np.maximum(first_bwd, last_bwd_wall)
     last_fwd = n_full * fwd_wall < n_last * fwd_wall + head_fwd
-    last_bwd = (n_full * (bwd_wall + rc_wall) + emb_bwd + acc_full
-                < n_last * (bwd_wall + rc_wall) + head_bwd + acc_last)
+    last_bwd = first_bwd < last_bwd_wall
+    bwd_compute_stage = where(last_bwd, n_last * (bwd_compute + rc_compute) + head_bwd + acc_last,
+                              n_first * (bwd_compute + rc_compute) + emb_bwd + acc_first)
+    if split_any:
+        # the embedding counted as a layer: the first rank holds one layer fewer than the middle
+        # ones, which (without the embedding's gradient) may set the backward
+        mid_bwd = n_full * (bwd_wall + rc_wall) + acc_full
+        mid_slowest = mid_bwd > t_bwd_stage
+        t_bwd_stage = np.maximum(t_bwd_stage, mid_bwd)
+        bwd_compute_stage = where(mid_slowest, n_full * (bwd_compute + rc_compute) + acc_full, bwd_compute_stage)
+    t_stage = t_fwd_stage + t_bwd_stage
     compute_stage = (where(last_fwd, n_last * fwd_compute + head_fwd, n_full * fwd_compute)
-                     + where(last_bwd, n_last * (bwd_compute + rc_compute) + head_bwd + acc_last,
-                                n_full * (bwd_compute + rc_compute) + emb_bwd + acc_full))
+                     + bwd_compute_stage)
 
     # issue 11: the layer's exposed communication and the MoE / ring-attention parts of it
     layer_comm = (fwd_wall - fwd_compute) + (bwd_wall - bwd_compute) + (rc_wall - rc_compute)
@@ -266,6 +289,16 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     mb = plan.microbatches
     v = plan.virtual_stages
     bubble = (p - 1) / v * t_stage
+    if split_any:
+        # the fill and drain cross the first rank's first chunk once, which holds the embedding in place
+        # of one layer: one layer's forward, backward and recompute fewer, its embedding gradient more
+        # (plan.bubble_time: exact in an event-level step-through of Megatron-LM's interleaved order for
+        # p > 2, middle chunks uniform, whatever the loss's chunk). The loss's chunk in place of one layer
+        # shortens the step too, by 1 to m times its difference as the critical path runs (the same
+        # step-through): not taken off, the bubble stays an upper bound there
+        layer_time = fwd_wall + bwd_wall + rc_wall + acc_b * layer_p / hbm
+        saving = where(split & np.asarray(plan.emb_layer, bool), np.maximum(layer_time - emb_bwd, 0.0), 0.0)
+        bubble = bubble_time(t_stage, p, v, saving)
     pipe_steady = mb * t_stage
 
     # point-to-point between stages (pipeline_p2p.py: Megatron-LM's batched exchange or DeepSpeed's serial sends)
@@ -274,12 +307,18 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
     # --- parameters per device (fullest stage, incl. embedding on stage 0 / head when pp = 1)
     emb = m.vocab * m.hidden
     untied = ~m.tied_embeddings
-    params_full = n_full * layer_params(m) / t + emb / t + where((p == 1) & untied, emb / t, 0.0)
+    # the stage with the most parameters of the first ranks: the first (embedding; a full one unless the
+    # embedding counts as a layer of the split, then the middle ranks' c v layers when they hold more)
+    n_pf, emb_pf = n_full, emb
+    if split_any:
+        first_more = n_first * layer_params(m) + emb >= n_full * layer_params(m)
+        n_pf, emb_pf = where(first_more, n_first, n_full), where(first_more, emb, 0.0)
+    params_full = n_pf * layer_params(m) / t + emb_pf / t + where((p == 1) & untied, emb / t, 0.0)
     params_last = n_last * layer_params(m) / t + emb / t  # output layer (a tied copy, too)
     # issue 11: routed experts are split over etp*ep ranks (expert_shard above); sharded
     # states see every replica's share
     params_full_replica, params_last_replica = params_full, params_last
-    params_full = params_full - n_full * expert_total * expert_shard
+    params_full = params_full - n_pf * expert_total * expert_shard
     params_last = params_last - n_last * expert_total * expert_shard
 
     # --- data parallel: gradient reduction in buckets (ZeRO 0/1: once per step; ZeRO-2: per
@@ -463,7 +502,8 @@ def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
                                    per_step_states=torch_rt,
                                    allocator_overhead=where(torch_rt | ds_rt, cal.ALLOCATOR_OVERHEAD, 0.0),
                                    z3_unsharded_params=z3_w, z3_grad_params=z3_g,
-                                   one_chunk_grads=rt.one_chunk_gradients(p, v, mb, torch_rt))
+                                   one_chunk_grads=rt.one_chunk_gradients(p, v, mb, torch_rt),
+                                   emb_layer=plan.emb_layer, loss_layer=plan.loss_layer)
     mem = mem_parts["total"]
 
     # --- FLOPs actually executed per device per step (hardware FLOPs, incl. recompute)

@@ -168,3 +168,20 @@ def test_an_embedding_only_and_an_output_only_chunk_are_a_valid_plan():
     bad = copy.deepcopy(sc)
     bad["parallelism"]["virtual_stages"] = 9        # 144 chunks > 126 + 2
     assert "pp*virtual_stages" in evaluate(bad, keep_invalid=True)["reason"].values[0]
+
+
+def test_llama3_8k_rows_are_excluded_for_memory_alone():
+    """With the published layout (an embedding-only first and a loss-only last chunk, V = 8 inferred:
+    parallelism.pp_embedding_as_layer / pp_loss_as_layer) the 8K rows are valid plans that do not fit
+    80 GB: 97.8 GB on 8,192 GPUs and 90.6 GB on 16,384, the second pipeline rank's interleaved warm-up
+    (docs/validation.md, "Llama 3 405B's pipeline layout"). Their exclusion says so with the model's
+    figures; were they asserted they would be -21.0 % and -21.4 % (frontier_last_report.txt)."""
+    from explore.evaluate import evaluate
+    sc = {c[0]: c[1] for c in CASES}
+    for rid, gb in zip(LLAMA3_8K, ("97.8", "90.6")):
+        par = sc[rid]["parallelism"]
+        assert par["pp_embedding_as_layer"] and par["pp_loss_as_layer"] and par["virtual_stages"] == 8
+        ds = evaluate(sc[rid], keep_invalid=True)
+        assert ds["reason"].values[0] == "does not fit in accelerator memory"
+        assert f"{float(ds['memory_per_device_bytes'][0]) / 1e9:.1f}" == gb
+        assert VF.EXCLUDED[rid].startswith("does not fit 80 GB as modelled") and gb + " GB" in VF.EXCLUDED[rid]
