@@ -236,7 +236,7 @@ def _toml_value(v) -> str:
 
 
 def read_runs(path) -> list[dict]:
-    """The rows of a validation CSV that carry a published step time (the frontier and torus groups)."""
+    """The rows of a validation CSV that carry a published step time (the frontier, torus and dragonfly groups)."""
     with open(path, newline="") as f:
         return [r for r in csv.DictReader(f) if r["step_time_s"]]
 
