@@ -168,7 +168,7 @@ def report(cases) -> tuple[str, dict]:
         p = float(d["step_time_s"][0])
         errs[rid] = p / t - 1
         comm = sum(float(d[k][0]) for k in ("time_s_dp_comm", "time_s_zero3_comm", "time_s_tp_comm",
-                                               "time_s_pp_comm") if k in d)
+                                               "time_s_pp_p2p") if k in d)
         tf = float(rows[rid]["tflops_per_gpu"])
         lines.append(f"{rid:<22} {t:>11.3f} {p:>11.3f} {100 * errs[rid]:>7.2f}% {100 * comm / p:>11.2f}% "
                      f"{tf:>14.0f} {tf * 8 / 6:>13.0f}  {d['reason'].values[0]}")
