@@ -111,7 +111,7 @@ def _group_spanning_zero3():
 
 @st.composite
 def dragonfly_scenarios(draw):
-    """Jobs of 512 to 16,384 devices on a dragonfly of 64-port switches (groups of 512 NIC ports),
+    """Jobs of 64 to 32,768 devices on a dragonfly of 64-port switches (groups of 512 NIC ports),
     so that data-, pipeline- and expert-parallel groups often span groups; MoE plans add the
     all-to-all. ``global_link_fraction`` is a pair (f, f x cut), cut < 1."""
     sc = copy.deepcopy(BASE)
@@ -134,7 +134,7 @@ def dragonfly_scenarios(draw):
     so.update(topology="dragonfly", link="ib-ndr-400", switch="quantum-2-qm9700",
               nics_per_device=draw(st.sampled_from([0.5, 1.0, 2.0])))
     f = draw(st.sampled_from([1.0, 0.75, 292 / 512, 0.5, 0.25, 0.05]))
-    so["global_link_fraction"] = np.array([f, f * draw(st.floats(0.01, 0.99))])
+    so["global_link_fraction"] = np.array([f, f * draw(st.floats(0.01, 0.99))])   # f, then fewer
     return sc
 
 
