@@ -346,6 +346,13 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "ocs_insertion_loss_db": Field("float", None, lo=0, doc="default: the OCS's"),
         "reconfiguration": Field("choice", "per-job", choices=RECONFIG_POLICIES,
                                  doc="ocs-reconfigurable: when circuits are re-set"),
+        "global_link_fraction": Field("float", 1.0, lo=0, lo_open=True, hi=1.0,
+                                      doc="dragonfly: global ports populated per group as a fraction of the "
+                                          "balanced a h of the switch radix (ceil(a h f) ports: the global links "
+                                          "and their optics scale with it, and a group-spanning pattern gets "
+                                          "min(1, ceil(a h f) / (p a)) of the injection rate, halved by Valiant "
+                                          "routing; topologies/dragonfly.py); 1 = balanced; OLCF Frontier: "
+                                          "292 / 512 = 0.5703125 (4 links to each of 73 other groups)"),
         "bandwidth_bps": Field("float", None, lo=0, lo_open=True, doc="per NIC per direction; default: the link's"),
         "latency_s": Field("float", None, lo=0, doc="default: the link's"),
     },

@@ -32,10 +32,11 @@ Assumptions, the same for every run (``ASSUMPTIONS``):
 * scale-out: ``dragonfly`` on Rosetta (radix 64 -> the balanced p = h = 16, a = 32: 512 NIC ports per
   group, which is Frontier's group, one cabinet of 128 nodes x 4 NICs = 32 switches x 16 endpoints;
   https://glennklockwood.com/garden/systems/frontier), one 200 Gb/s NIC per 2 GCDs. Frontier's
-  groups have 4 links to each of the 73 others (292, not the balanced 512: 0.57 of the injection rate
-  leaves a group, not 1); no run here spans a group in the model (the largest, 512 GCDs, is 256 NIC
-  ports), so that difference is not exercised. The job is assumed placed on contiguous nodes (Slurm
-  on Frontier does not promise it);
+  groups have 4 links to each of the 73 others (the same page), 292 of the balanced 512 global ports:
+  ``global_link_fraction`` = 292 / 512 (``GLOBAL_LINK_FRACTION``), so 0.57 of the injection rate
+  leaves a group, not 1. No run here spans a group in the model (the largest, 512 GCDs, is 256 NIC
+  ports), so the taper is not exercised: the runs' step times are the same at 1 and at 292 / 512. The
+  job is assumed placed on contiguous nodes (Slurm on Frontier does not promise it);
 * not modelled: op-level selective recompute (torchtitan's every-second-mm policy: ``recompute
   'none'``), per-kernel software differences between ROCm and CUDA stacks.
 
@@ -68,12 +69,18 @@ ASSUMPTIONS = (
     "Fabric mesh is not expressible: 5 inter-package links x 50 GB/s per MI250X / 2 GCDs; A100 bus efficiency "
     "borrowed); Slingshot-11 dragonfly on 64-port Rosetta switches (balanced p = h = 16, a = 32: 512 NIC ports per "
     "group = one Frontier cabinet), one 200 Gb/s NIC per 2 GCDs, contiguous placement; Frontier's 4 global links "
-    "per group pair (0.57 of injection, not the balanced 1) are not exercised: no run spans a group; op-level "
-    "selective recompute not modelled")
+    "per group pair, 292 of the balanced 512 global ports per group (global_link_fraction 292/512: 0.57 of "
+    "injection leaves a group, not 1), are not exercised: no run spans a group; op-level selective recompute not "
+    "modelled")
+
+GLOBAL_LINK_FRACTION = 4 * 73 / (32 * 16)
+"""Frontier's global ports per group over the balanced a h of the Rosetta group (0.5703125): 4 links to
+each of its 73 other groups, 292 of up to 16 per switch x 32 switches = 512 (blocking factor 1.753;
+https://glennklockwood.com/garden/systems/frontier, 'Network architecture')."""
 
 SYSTEM = {"accelerator": "mi250x-gcd", "scale_up": {"size": 8, "link": "infinity-fabric-mi250x"},
           "scale_out": {"topology": "dragonfly", "link": "slingshot-11", "nics_per_device": 0.5,
-                        "switch": "rosetta-64x200g"}}
+                        "switch": "rosetta-64x200g", "global_link_fraction": GLOBAL_LINK_FRACTION}}
 """Frontier's node and fabric (module docstring); devices per run from the CSV."""
 
 PEAK_TFLOPS = 191.5
@@ -234,7 +241,8 @@ def report(cases) -> tuple[str, dict]:
                      f"{ports:>9.0f} {float(d['memory_per_device_bytes'][0]) / 1e9:>9.1f}  {d['reason'].values[0]}")
     a = np.abs(np.array(list(errs.values())))
     lines.append(f"dragonfly group (held out, {len(a)} runs): MAPE {100 * a.mean():.2f}%  max {100 * a.max():.2f}%")
-    lines.append(f"every run within one dragonfly group ({GROUP_PORTS} NIC ports): the global links are not exercised")
+    lines.append(f"every run within one dragonfly group ({GROUP_PORTS} NIC ports): the global links "
+                 f"(global_link_fraction {GLOBAL_LINK_FRACTION:.7g}) are not exercised")
     lines.append(f"model GEMM ceiling on mi250x-gcd: {gemm_ceiling_tflops():.0f} TFLOP/s "
                  f"(peak {PEAK_TFLOPS} x matmul_peak_fraction (borrowed from MI300X) x gemm_efficiency)")
     lines.append("excluded (not in the CSV):")

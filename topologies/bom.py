@@ -10,7 +10,8 @@ Counts per family (N = NIC endpoints, T tiers, o oversubscription):
 
 * fat-tree, rail-optimized: ``topologies.fat_tree.bill_of_materials``; N endpoint
   links (2 m), N/o leaf-spine links (30 m), N (T-2)/o spine-core links (100 m).
-* dragonfly (balanced for the switch radix): ``topologies.dragonfly.counts``;
+* dragonfly (balanced for the switch radix, global links tapered by
+  ``global_link_fraction`` f: g ceil(a h f) / 2 of them): ``topologies.dragonfly.counts``;
   endpoint links 2 m, local 5 m, global 50 m.
 * torus: devices * nics / 2 neighbour links (5 m), no switches.
 * ocs-torus: ``topologies.ocs.counts``; a fraction 1 - 1/c of links inside cubes
@@ -80,7 +81,7 @@ def link_classes(net: NetworkSpec, devices, su_size, nics_per_device, nic_bandwi
     t = ft["tiers"]
     o = np.asarray(oversubscription, dtype=float)
     p, a, h = dragonfly.balanced(switch_radix)
-    df = dragonfly.counts(ep, p, a, h)
+    df = dragonfly.counts(ep, p, a, h, net.global_link_fraction)   # tapered: ceil(a h f) global ports a group
     nodes = d / su_size
     oc = ocs.counts(nodes, net.cube_dim, net.ocs_radix)
     ends = d * nics

@@ -64,6 +64,7 @@ class NetworkSpec:
     transceiver_power_w: np.ndarray     # NaN: derived from the optics link budget
     transceiver_cost_usd: np.ndarray
     ocs_fit: np.ndarray = 0.0           # failures per 1e9 device-hours of one OCS
+    global_link_fraction: np.ndarray = 1.0  # dragonfly: populated global ports / the balanced a h
 
     @property
     def optics_labels(self):

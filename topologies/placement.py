@@ -12,7 +12,8 @@ links; the ``outer`` domains it spans use the scale-out family:
   reaches every rail over the scale-up links (PXN), so any group whose servers fit
   under one rail leaf does.
 * dragonfly: full rate inside one group (p a endpoints), else
-  ``dragonfly.cross_group_factor`` of it.
+  ``dragonfly.cross_group_factor`` of it, min(1, h_eff / p) / 2 with the
+  ``global_link_fraction`` f of the balanced global ports populated (h_eff = ceil(a h f) / a).
 * torus, ocs-torus: a multi-dimensional ring collective over the dimensions
   the group occupies (``torus.group_dims``); along dimension i a rank has
   2 of its node's 2D ports (D active dimensions), shared by the s_i groups
@@ -58,7 +59,9 @@ class Placement:
         self.o_leaf = leaf_oversubscription(switch_radix, oversubscription)
         p, a, h = dragonfly.balanced(switch_radix)
         self.df_group = p * a
-        self.df_factor = dragonfly.cross_group_factor(p, h)
+        # a tapered dragonfly: ceil(a h f) of a group's balanced a h global ports populated
+        self.df_factor = dragonfly.cross_group_factor(
+            p, dragonfly.global_links_per_router(a, h, net.global_link_fraction))
         self.dims = net.torus_dims
         self.active_dims = sum((np.asarray(d) > 1).astype(float) for d in self.dims)
         # families are integer codes: work that only one family needs runs only if a design has it

@@ -358,7 +358,8 @@ def network_spec(r, su=None):
         dp_bytes_per_node=dp_node, pp_bytes_per_node=pp_node,
         transceiver_power_w=b(np.nan if tr is None else lookup("switches", tr, "power_w")),
         transceiver_cost_usd=b(np.nan if tr is None else lookup("switches", tr, "cost_usd")),
-        ocs_fit=b(lookup("ocs", ocs_id, "fit")))
+        ocs_fit=b(lookup("ocs", ocs_id, "fit")),
+        global_link_fraction=f(so + "global_link_fraction"))
 
 
 def circuit_demand(r, su, tp, pp, dp):

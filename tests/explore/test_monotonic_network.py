@@ -1,8 +1,8 @@
 """Step time is monotone in every network resource, for every network family and plan knob.
 
-More bandwidth (scale-up or scale-out), more NICs per device or a larger scale-up
-domain never lengthen a step; more oversubscription or more latency never shorten
-it (NICs: except for jobs on two oversubscribed leaves, the second partly filled, below one NIC
+More bandwidth (scale-up or scale-out), more NICs per device, more dragonfly global links
+(``global_link_fraction``) or a larger scale-up domain never lengthen a step; more
+oversubscription or more latency never shorten it (NICs: except for jobs on two oversubscribed leaves, the second partly filled, below one NIC
 per device, where the network itself is slower at twice the NICs: ``_nic_exception``). The default run is derandomized (tests/conftest.py profile); ``-m slow`` runs
 the same properties on many more random examples.
 """
@@ -49,6 +49,8 @@ def scenarios(draw):
     so["oversubscription"] = draw(st.sampled_from([1.0, 2.0, 4.0]))
     if so["topology"] == "ocs-reconfigurable":
         so["reconfiguration"] = draw(st.sampled_from(["per-job", "per-step", "per-phase"]))
+    if so["topology"] == "dragonfly":
+        so["global_link_fraction"] = draw(st.sampled_from([1.0, 292 / 512, 0.25]))
     return sc
 
 
@@ -80,11 +82,13 @@ def _more(sc, knob, factor):
         su["latency_s"] = _link(sc, "scale_up")["latency_s"] / factor
     elif knob == "less_scale_out_latency":
         so["latency_s"] = _link(sc, "scale_out")["latency_s"] / factor
+    elif knob == "more_global_links":             # dragonfly only (the other families have none)
+        so["global_link_fraction"] = min(1.0, so.get("global_link_fraction", 1.0) * factor)
     return out
 
 
 KNOBS = ["scale_up_bandwidth", "scale_out_bandwidth", "nics", "scale_up_size",
-         "less_oversubscription", "less_scale_up_latency", "less_scale_out_latency"]
+         "less_oversubscription", "less_scale_up_latency", "less_scale_out_latency", "more_global_links"]
 
 
 def _nic_exception(sc):

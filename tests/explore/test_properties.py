@@ -2,7 +2,7 @@
 import copy
 
 import numpy as np
-from hypothesis import given, settings, strategies as st, HealthCheck
+from hypothesis import example, given, settings, strategies as st, HealthCheck
 
 import explore
 
@@ -97,3 +97,84 @@ def test_batch_equals_one_at_a_time(scs):
             np.testing.assert_allclose(ds[m].values[i].astype(float), one[m].values[0].astype(float),
                                        rtol=1e-12, equal_nan=True)
         assert ds["reason"].values[i] == one["reason"].values[0]
+
+
+def _group_spanning_zero3():
+    """175B on 1,024 A100, tp 8 x dp 128 under ZeRO-3: the data-parallel groups span both
+    dragonfly groups of 512 (64-port switches), so the global links carry every gather."""
+    sc = copy.deepcopy(BASE)
+    sc["parallelism"].update(tp=8, pp=1, dp=128, microbatch=1, zero=3, recompute="full",
+                             overlap_grad_reduce=False)
+    sc["training"]["global_batch"] = 1536
+    return sc
+
+
+@st.composite
+def dragonfly_scenarios(draw):
+    """Jobs of 64 to 32,768 devices on a dragonfly of 64-port switches (groups of 512 NIC ports),
+    so that data-, pipeline- and expert-parallel groups often span groups; MoE plans add the
+    all-to-all. ``global_link_fraction`` is a pair (f, f x cut), cut < 1."""
+    sc = copy.deepcopy(BASE)
+    preset = draw(st.sampled_from(["megatron-7.5b", "llama3-70b", "gpt3-175b", "mixtral-8x7b"]))
+    sc["model"] = {"preset": preset}
+    tp = draw(st.sampled_from([1, 2, 8]))
+    pp = draw(st.sampled_from([1, 2, 8]))
+    dp = draw(st.sampled_from([64, 128, 512]))
+    mb = draw(st.sampled_from([1, 2]))
+    sc["parallelism"].update(tp=tp, pp=pp, dp=dp, microbatch=mb, zero=draw(st.integers(0, 3)),
+                             recompute=draw(st.sampled_from(["selective", "full"])),
+                             overlap_grad_reduce=draw(st.booleans()), sequence_parallel=tp > 1)
+    if preset == "mixtral-8x7b":
+        sc["parallelism"]["ep"] = draw(st.sampled_from([1, 8]))
+    sc["training"]["global_batch"] = dp * mb * draw(st.sampled_from([1, 8]))
+    sc["system"]["devices"] = tp * pp * dp
+    sc["system"]["accelerator"] = draw(st.sampled_from(["h100-sxm-80gb", "b200"]))
+    sc["system"]["scale_up"] = {"size": 8, "link": "nvlink4" if sc["system"]["accelerator"] != "b200" else "nvlink5"}
+    so = sc["system"]["scale_out"]
+    so.update(topology="dragonfly", link="ib-ndr-400", switch="quantum-2-qm9700",
+              nics_per_device=draw(st.sampled_from([0.5, 1.0, 2.0])))
+    f = draw(st.sampled_from([1.0, 0.75, 292 / 512, 0.5, 0.25, 0.05]))
+    so["global_link_fraction"] = np.array([f, f * draw(st.floats(0.01, 0.99))])   # f, then fewer
+    return sc
+
+
+@SETTINGS
+@given(dragonfly_scenarios())
+@example(explore.set_field(_group_spanning_zero3(), "system.scale_out",
+                           {"topology": "dragonfly", "link": "ib-hdr-200", "global_link_fraction": np.array([1.0, 0.5])}))
+def test_fewer_global_links_never_speed_a_step_nor_cost_more(sc):
+    """Dragonfly: a smaller ``global_link_fraction`` (fewer global links per group) never shortens
+    a step and never adds capex or power (the global links' optics are all it removes); it never
+    decides whether a design is valid."""
+    ds = explore.evaluate(sc)
+    assert ds["valid"].values[0] == ds["valid"].values[1]
+    if not bool(ds["valid"].values[0]):
+        return
+    a, b = ds["step_time_s"].values.astype(float)
+    assert b >= a * (1 - 1e-12), (a, b)
+    for m in ("capex_usd", "power_w"):
+        hi, lo = ds[m].values.astype(float)
+        assert lo <= hi * (1 + 1e-12), (m, hi, lo)
+
+
+def test_tapered_global_links_slow_a_group_spanning_step():
+    """The property above is not vacuous: on the group-spanning example half the global links halve
+    the per-rank scale-out rate of the data-parallel group (128 ranks 8 apart: 1,024 ports over two
+    groups of 512) but not of the tensor-parallel one (inside a node), and the exposed ZeRO-3
+    gathers and the step grow (the exposed part more than twice: the same compute hides less of it)."""
+    from explore.model.fabric import Fabric
+    from explore.model import calibration
+    from explore.model.system import build_system
+    from explore.scenario import resolve
+    sc = _group_spanning_zero3()
+    sc["system"]["scale_out"].update(topology="dragonfly", global_link_fraction=np.array([1.0, 0.5]))
+    place = Fabric(build_system(resolve(sc)), calibration.Calibration()).place
+    dp_bw = place.switched_bw(np.full(2, 8.0), np.full(2, 128.0))
+    assert dp_bw[1] == 0.5 * dp_bw[0]
+    assert dp_bw[0] == 0.5 * place.bw[0]                    # balanced: Valiant's half of the injection rate
+    tp_bw = place.switched_bw(np.full(2, 1.0), np.full(2, 8.0))
+    assert tp_bw[0] == tp_bw[1] == place.bw[0]
+    ds = explore.evaluate(sc)
+    z = ds["time_s_zero3_comm"].values
+    assert z[1] > 2.0 * z[0]
+    assert ds["step_time_s"].values[1] > ds["step_time_s"].values[0]

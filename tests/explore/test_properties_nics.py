@@ -81,7 +81,7 @@ def _model_share(nics, o, devices, stride, chain, n=2.0, all_to_all=False):
     from topologies.network import FAT_TREE
     from topologies.placement import Placement
     net = SimpleNamespace(family=np.array(FAT_TREE), torus_dims=(np.array(1.0),), reconfigs_per_step=0.0,
-                          ocs_reconfig_s=0.0)
+                          ocs_reconfig_s=0.0, global_link_fraction=1.0)
     place = Placement(net, 16.0, nics, 5e-6, nics, 1.0, 1.0, o, float(RADIX), float(devices))
     return float(place.switched_bw(float(stride), float(n), p2p=n == 2 and not all_to_all, chain=chain,
                                    all_to_all=all_to_all))

@@ -109,6 +109,83 @@ def test_dragonfly_counts_diameter_bisection():
     assert dragonfly.balanced(63) == (16, 32, 16)
 
 
+TAPERED = [  # (p, a, h, global_link_fraction, groups): G = ceil(a h f) ports a group, m = G / (groups - 1) a pair
+    (2, 4, 2, 1.0, 5), (2, 4, 2, 1.0, 3),          # balanced, 2 and 4 links a pair
+    (2, 4, 2, 0.5, 5), (2, 4, 2, 0.5, 3),          # half the global ports
+    (2, 4, 2, 0.75, 7), (2, 4, 2, 0.75, 4),        # G = 6 dealt 2, 2, 1, 1 over the routers
+    (2, 4, 2, 0.25, 3),                            # G = 2: one link a pair
+    (3, 6, 3, 0.55, 6), (3, 6, 3, 0.55, 11),       # a h f = 9.9 -> 10 ports
+    (4, 8, 4, 0.5, 5),                             # Frontier-like: 4 links a group pair, half of a h
+]
+
+
+def _tapered_case(p, a, h, f, groups):
+    return int(dragonfly.global_ports_per_group(a, h, f)), dragonfly.dragonfly_graph(
+        p, a, h, groups=groups, bandwidth_bps=BW, global_link_fraction=f)
+
+
+@pytest.mark.parametrize("p,a,h,f,groups", TAPERED)
+def test_tapered_dragonfly_counts_and_cross_group_bandwidth_against_networkx(p, a, h, f, groups):
+    """A dragonfly with ceil(a h f) of its a h global ports a group: the closed-form counts equal the
+    graph's, every router keeps at most h global ports and the router diameter stays 3, and the
+    cross-group share min(1, h_eff / p) (before Valiant's halving) equals networkx's max flow out of
+    one group's hosts into all the others' over that group's injection p a B."""
+    G, g = _tapered_case(p, a, h, f, groups)
+    metrics.check_edge_attrs(g)
+    c = dragonfly.counts(p * a * groups, p, a, h, f)
+    kinds = metrics.count_kinds(g)
+    assert c["groups"] == groups and c["global_ports_per_group"] == G
+    assert kinds["router"] == c["routers"] and kinds["host"] == c["terminals"]
+    glob = [(u, v) for u, v, d in g.edges(data=True) if d["link"] == "global"]
+    loc = [(u, v) for u, v, d in g.edges(data=True) if d["link"] == "local"]
+    assert len(glob) == c["global_links"] and len(loc) == c["local_links"]
+    assert bool(c["feasible"]) and groups <= c["max_groups"]
+    deg = {}
+    for u, v in glob:
+        for x in (u, v):
+            deg[x] = deg.get(x, 0) + 1
+    for i in range(groups):
+        assert sum(deg.get(("router", i, r), 0) for r in range(a)) == G
+    assert max(deg.values()) <= h
+    routers = [n for n, d in g.nodes(data=True) if d["kind"] == "router"]
+    assert nx.diameter(g.subgraph(routers)) <= 3
+    hs = metrics.hosts(g)
+    own = [x for x in hs if g.nodes[x]["group"] == 0]
+    rest = [x for x in hs if g.nodes[x]["group"] != 0]
+    share = dragonfly.cross_group_factor(p, dragonfly.global_links_per_router(a, h, f), valiant=False)
+    assert metrics.cut_bandwidth_bps(g, own, rest) == pytest.approx(float(share) * p * a * BW)
+    assert dragonfly.cross_group_factor(p, dragonfly.global_links_per_router(a, h, f)) == pytest.approx(share / 2)
+
+
+@pytest.mark.parametrize("p,a,h,f,groups", TAPERED)
+def test_tapered_dragonfly_global_bisection_against_networkx(p, a, h, f, groups):
+    """Max flow between the hosts of two halves of the groups = floor(g/2) ceil(g/2) m global links."""
+    G, g = _tapered_case(p, a, h, f, groups)
+    m = G // (groups - 1)
+    hs = metrics.hosts(g)
+    left = [x for x in hs if g.nodes[x]["group"] < groups // 2]
+    right = [x for x in hs if g.nodes[x]["group"] >= groups // 2]
+    assert metrics.cut_bandwidth_bps(g, left, right) == pytest.approx(dragonfly.global_bisection_links(groups, m) * BW)
+
+
+def test_tapered_builder_refuses_uneven_group_pairs():
+    with pytest.raises(ValueError, match="4 groups cannot share 4 global ports"):
+        dragonfly.dragonfly_graph(2, 4, 2, groups=4, global_link_fraction=0.5)
+
+
+def test_global_ports_round_up_to_whole_links_and_fall_with_the_fraction():
+    """ceil(a h f): decimal fractions gain no port from float noise (100 x 0.55 = 55.00000000000001 -> 55);
+    a port fewer never means more; Frontier's 292 of 512 is f = 0.5703125 exactly."""
+    assert 20 * 5 * 0.55 > 55 and dragonfly.global_ports_per_group(20, 5, 0.55) == 55
+    assert dragonfly.global_ports_per_group(32, 16, 292 / 512) == 292
+    assert dragonfly.global_ports_per_group(32, 16, 1e-6) == 1
+    f = np.linspace(1e-3, 1.0, 997)
+    ports = dragonfly.global_ports_per_group(32, 16, f)
+    assert np.all(np.diff(ports) >= 0) and ports[-1] == 512
+    c = dragonfly.counts(np.array([512.0, 1024.0, 512 * 74]), 16, 32, 16, 292 / 512)
+    assert c["global_links"].tolist() == [0.0, 292.0, 74 * 292 / 2]     # one group has none
+
+
 def test_nvl72_domain():
     g = scale_up.nvl_domain_graph(72, 18, BW)
     hs = metrics.hosts(g)

@@ -143,6 +143,51 @@ def test_network_bom_equals_graph_counts():
     assert isinstance(net, NetworkSpec)
 
 
+@pytest.mark.parametrize("fraction,groups", [(1.0, 9), (0.5, 5), (0.75, 7), (0.25, 3)])
+def test_tapered_dragonfly_bom_equals_graph_counts(fraction, groups):
+    """A dragonfly of radix-7 routers (balanced p = h = 2, a = 4) with ``global_link_fraction`` f:
+    the hot-path BOM's routers and its three link classes (terminal, local, global) are the
+    networkx builder's nodes and edges, for 40 to 72 endpoints."""
+    from topologies import dragonfly
+    g = dragonfly.dragonfly_graph(2, 4, 2, groups=groups, global_link_fraction=fraction)
+    hosts = len(metrics.hosts(g))
+    sc = base()
+    sc["system"].update(devices=hosts)
+    sc["system"]["scale_up"]["size"] = 1
+    sc["parallelism"].update(tp=1, pp=1, dp=hosts)
+    sc["system"]["scale_out"].update(topology="dragonfly", link="ib-ndr-400", switch="quantum-2-qm9700",
+                                     global_link_fraction=fraction)
+    s = build_system(resolve(sc))
+    assert float(s.network.global_link_fraction[0]) == fraction
+    counts, classes = bom.link_classes(s.network, s.devices, s.su_size, s.nics_per_device, s.nic_bandwidth_bps,
+                                       np.full(1, 7.0), s.switch_port_bandwidth_bps, s.oversubscription)
+    by_kind = {k: sum(1 for *_, d in g.edges(data=True) if d["link"] == k) for k in ("terminal", "local", "global")}
+    assert [float(c[0][0]) for c in classes] == [by_kind["terminal"], by_kind["local"], by_kind["global"]]
+    assert counts["switches"][0] == metrics.count_kinds(g)["router"]
+
+
+def test_fewer_global_links_cut_optics_capex_and_power_not_routers():
+    """Removing global links removes their two transceivers and fibre each (capex and power fall by
+    exactly those), and nothing else: routers, endpoint and local links stay. 4,096 H100 on 1 NIC
+    each (8 groups of 512 on 64-port switches): 8 x 512 / 2 = 2,048 global links balanced,
+    8 x 292 / 2 = 1,168 at Frontier's 292 / 512."""
+    sc = base()
+    sc["system"].update(devices=4096, accelerator="h100-sxm-80gb")
+    sc["system"]["scale_up"] = {"size": 8, "link": "nvlink4"}
+    sc["parallelism"].update(tp=8, pp=8, dp=64)
+    sc["training"]["global_batch"] = 1024
+    sc["system"]["scale_out"].update(topology="dragonfly", link="ib-ndr-400", switch="quantum-2-qm9700",
+                                     global_link_fraction=np.array([1.0, 292 / 512]))
+    ds = explore.evaluate(sc)
+    tr = ds["network_transceivers"].values
+    assert tr[0] - tr[1] == 2 * (2048 - 1168)
+    assert ds["network_switches"].values[0] == ds["network_switches"].values[1] == 8 * 32
+    assert ds["network_fibres"].values[0] - ds["network_fibres"].values[1] == 2048 - 1168
+    assert ds["capex_usd_transceivers"].values[1] < ds["capex_usd_transceivers"].values[0]
+    assert ds["power_w_transceivers"].values[1] < ds["power_w_transceivers"].values[0]
+    assert ds["capex_usd_switches"].values[0] == ds["capex_usd_switches"].values[1]
+
+
 def test_ocs_in_the_path_raises_laser_power_in_the_system():
     sc = explore.load_scenario(TPU)
     sc["system"]["scale_out"].update(topology=["torus", "ocs-torus"], optics="pluggable")

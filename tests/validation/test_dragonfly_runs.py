@@ -111,17 +111,33 @@ def test_gcd_figures_are_half_an_mi250x():
     assert 2 * p["hbm_capacity_bytes"] == pytest.approx(128e9) and p["peak_flops_fp8"] == 0
 
 
-def test_frontier_group_is_the_balanced_rosetta_group_but_its_global_links_are_fewer():
+def test_frontier_group_is_the_rosetta_group_with_its_global_links_tapered():
     """Klockwood's Frontier page: a group is one cabinet of 128 nodes x 4 NICs on 32 switches of 16
     endpoints; that is the balanced dragonfly of the 64-port Rosetta (p = h = 16, a = 32), so every run's
     NIC ports fit one group and the model never charges a global link here. Frontier wires 4 links to each
-    of its 73 other groups (292 of the balanced a h = 512 global ports: the page's blocking factor 1.753),
-    which the balanced builder does not express."""
+    of its 73 other groups: 292 of the balanced a h = 512 global ports, the scenarios'
+    ``global_link_fraction`` 292 / 512. A group-spanning pattern then gets 292 / 512 = 1 / 1.753 of the
+    injection rate before Valiant's half: the page's blocking factor (512 x 200 Gb/s = 102.4 Tb/s injected
+    per group over 4 x 73 x 200 Gb/s = 58.4 Tb/s to the other groups)."""
+    from explore.model import calibration
+    from explore.model.fabric import Fabric
+    from explore.model.system import build_system
+    from explore.scenario import resolve
     p, a, h = (float(x) for x in dragonfly.balanced(get_part("switches", "rosetta-64x200g")["radix"]))
     assert (p, a, h) == (16, 32, 16) and p * a == 128 * 4 == D.GROUP_PORTS
-    assert (a * h) / (4 * 73) == pytest.approx(1.753, abs=1e-3)
+    f = D.GLOBAL_LINK_FRACTION
+    c = dragonfly.counts(74 * 128 * 4, p, a, h, f)                     # the 74 cabinets
+    assert c["groups"] == 74 and c["global_ports_per_group"] == 4 * 73 and bool(c["feasible"])
+    assert c["global_links"] == 74 * 4 * 73 / 2
+    share = float(dragonfly.cross_group_factor(p, dragonfly.global_links_per_router(a, h, f), valiant=False))
+    assert 1 / share == pytest.approx(1.753, abs=1e-3)
+    assert 1 / share == pytest.approx(102.4 / 58.4)
+    assert 1 / share == pytest.approx((512 * 200e9) / (4 * 73 * 200e9))
     for rid, sc, _, _ in CASES:
+        assert sc["system"]["scale_out"]["global_link_fraction"] == f, rid
         assert sc["system"]["devices"] * sc["system"]["scale_out"]["nics_per_device"] <= p * a, rid
+        place = Fabric(build_system(resolve(sc)), calibration.Calibration()).place
+        assert place.df_factor.ravel()[0] == pytest.approx(share / 2), rid
 
 
 def test_175b_fits_and_its_memory_matches_the_log(evaluated):
