@@ -80,6 +80,11 @@ class Fabric:
         self.ll_intra = float(lib["low_latency_bandwidth_fraction_intra"])
         self.ll_net = float(lib["low_latency_bandwidth_fraction_net"])
         self.nvls_lat = float(lib["nvls_latency_s"])
+        # NVLS tree: NCCL's bandwidth (5/6, no tree correction), channels and chunk rules (the
+        # pipeline fill, coll.nvls_tree_fill_s); its heads per node: one per NIC-attached GPU
+        self.nvls_spec = (float(lib["nvls_tree_bandwidth_factor"]), float(lib["nvls_tree_channels"]),
+                          float(lib["nvls_chunk_bytes"]), float(lib["nvls_tree_max_chunk_bytes"]))
+        self.nics_per_device = np.asarray(s.nics_per_device, dtype=float)
         # host work per rank of a list-form collective (catalog, each figure cited there): the
         # copy ProcessGroupNCCL issues per rank from C++ (its ATen call and its launch), and one
         # Python tensor call for each the caller makes per rank
@@ -140,6 +145,14 @@ class Fabric:
         self._cache[key] = (stride, n, (inner, outer, bus, tree_bus, net))
         return inner, outer, bus, tree_bus, net
 
+    def _nvls_tree(self, inner, nics_per_device=None):
+        """NCCL's NVLS-tree constants for groups of ``inner`` ranks per node: heads = the NICs of
+        those ranks, at most one per rank (NVIDIA/nccl src/graph/search.cc, NVLS pattern);
+        ``nics_per_device`` of the designs ``inner`` is for (default: the fabric's)."""
+        nics = self.nics_per_device if nics_per_device is None else nics_per_device
+        heads = np.clip(np.asarray(inner, dtype=float) * nics, 1.0, np.maximum(inner, 1.0))
+        return coll.NvlsTree(*self.nvls_spec, heads)
+
     def _split_trees(self, t, size_bytes, n, inner, outer, net):
         """``t`` (one all-reduce per design), or faster where the tree of a smaller scale-up domain
         is: each domain split into 2, 4, ... parts of whole ranks, every part a node of its own on
@@ -172,8 +185,10 @@ class Fabric:
             nodes = where(ok, outer_i * 2.0 ** j, outer_i)
             x2 = (nvls & (nodes == 2)) if nvls is not None else False
             bus = np.minimum(su_bw, where(x2, 2.0, 1.0) * part * net_i)
+            spec = self._nvls_tree(part, pick(self.nics_per_device)) if nvls is not None else None
             tj = coll.nccl_tree_s(size, n_i, nodes, bus, tree_factor=self.tree_factor, correction=self.tree_correction,
-                                  ll_fraction=frac, pipeline_s=self.pipeline, nvls=nvls, lat_nvls_s=self.nvls_lat, **lat)
+                                  ll_fraction=frac, pipeline_s=self.pipeline, nvls=nvls, lat_nvls_s=self.nvls_lat,
+                                  nvls_tree=spec, **lat)
             sub = np.minimum(sub, where(ok, tj, np.inf))
             j += 1
         out = np.array(np.broadcast_to(t, shape), dtype=float)
@@ -234,7 +249,8 @@ class Fabric:
         nvls = (self.nvls & (outer > 1)) if (all_reduce and self.nvls.any()) else None
         t = coll.nccl_call_s(size_bytes, n, outer, bus, tree_bus, self.su_lat, self.so_lat, self.base, all_reduce,
                              self.plateau, self.tree_factor, self.tree_correction, frac, self.pipeline,
-                             nvls, self.nvls_lat, self._choice(stride, n, outer, bus, tree_bus, all_reduce, nvls))
+                             nvls, self.nvls_lat, self._choice(stride, n, outer, bus, tree_bus, all_reduce, nvls),
+                             nvls_tree=self._nvls_tree(inner) if nvls is not None else None)
         if all_reduce and self.split_domains:
             t = self._split_trees(t, size_bytes, n, inner, outer, net)
         if self.place.any_torus:

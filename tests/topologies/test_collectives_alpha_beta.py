@@ -74,6 +74,8 @@ def test_nccl_protocol_preference_never_slows_a_call_as_bandwidth_rises():
                           tuple(8e9 * b for b in lib["tuning_ll_max_bandwidth_gbs"]),
                           np.asarray(lib["tuning_tree_correction_ll"]), np.asarray(lib["tuning_tree_correction_ll128"]))
     corr = np.asarray(lib["tree_correction"])
+    spec = coll.NvlsTree(lib["nvls_tree_bandwidth_factor"], lib["nvls_tree_channels"], lib["nvls_chunk_bytes"],
+                         lib["nvls_tree_max_chunk_bytes"], 8.0)
     bus = np.geomspace(1e9, 1e14, 3000)
     hard_rises = 0
     for ar in (False, True):
@@ -86,11 +88,11 @@ def test_nccl_protocol_preference_never_slows_a_call_as_bandwidth_rises():
                                                lib["ring_latency_plateau"], corr, nvls)
                 t = coll.nccl_call_s(size, np.array(float(n)), nd, bus, bus, 3e-6, 5e-6, lib["base_latency_s"], ar,
                                      lib["ring_latency_plateau"], 0.92, corr, frac, lib["simple_pipeline_s"], nvls,
-                                     lib["nvls_latency_s"], terms)
+                                     lib["nvls_latency_s"], terms, nvls_tree=spec)
                 assert np.all(np.diff(t) <= 1e-12 * t[:-1]), (ar, n, nodes, size)
                 plain = coll.nccl_call_s(size, np.array(float(n)), nd, bus, bus, 3e-6, 5e-6, lib["base_latency_s"],
                                          ar, lib["ring_latency_plateau"], 0.92, corr, frac, lib["simple_pipeline_s"],
-                                         nvls, lib["nvls_latency_s"])
+                                         nvls, lib["nvls_latency_s"], nvls_tree=spec)
                 assert np.all(t >= plain * (1 - 1e-12))     # NCCL's preference never makes a call faster
                 ex = coll.nccl_low_latency_excess_s(terms, 1.0 / bus * size * 8)
                 hard_rises += int(np.any(np.diff(np.where(np.ravel(ex) < 0, 0.0, 1.0)) > 0))
