@@ -181,6 +181,41 @@ class NvlsTree(NamedTuple):
     heads: object
 
 
+class NvlsGroup(NamedTuple):
+    """The size-independent part of a group's NVLS tree (``nvls_tree_group``): computed once per
+    group, used for every call size."""
+    bandwidth_factor: float
+    levels: object          # max(2 log2(nodes) - 3, 0): fill in waves of a one-loop call
+    hc: object              # channels x heads
+    wave: object            # channels x heads x chunk before the per-size rules (bytes)
+    rules: tuple            # (times, capped wave) of the per-size chunk rules that can apply
+
+
+# src/enqueue.cc calcCollChunking (NVIDIA/nccl tag v2.24.3-1), NCCL_ALGO_NVLS_TREE: the chunk
+# becomes cap where one channel's bytes < times x heads x chunk and chunk > cap, in this order
+_NVLS_TREE_CHUNK_RULES = ((32.0, 262144.0), (16.0, 131072.0), (4.0, 65536.0), (1.0, 32768.0))
+
+
+def nvls_tree_group(nodes, spec):
+    """``NvlsGroup`` of groups over ``nodes`` nodes with ``spec``'s channels and heads."""
+    nodes = np.maximum(np.asarray(nodes, dtype=float), 1.0)
+    hc = spec.channels * np.asarray(spec.heads, dtype=float)
+    chunk = np.where(nodes >= 4, min(spec.chunk_bytes, spec.max_chunk_bytes), float(spec.chunk_bytes))
+    top = float(np.max(chunk, initial=0.0))
+    rules = tuple((times, hc * cap) for times, cap in _NVLS_TREE_CHUNK_RULES if cap < top)
+    return NvlsGroup(float(spec.bandwidth_factor), np.maximum(2.0 * np.log2(nodes) - 3.0, 0.0), hc, hc * chunk, rules)
+
+
+def _nvls_wave(size_bytes, group):
+    """channels x heads x chunk after the per-size rules (a rule on one channel's bytes S /
+    channels against times x heads x chunk is one on S against times x this wave)."""
+    size = np.asarray(size_bytes, dtype=float)
+    wave = group.wave
+    for times, capped in group.rules:
+        wave = np.where((size < times * wave) & (wave > capped), capped, wave)
+    return wave
+
+
 def nvls_tree_chunk_bytes(size_bytes, nodes, heads, channels, chunk_bytes, max_chunk_bytes):
     """The NVLS tree's chunk per head and channel, as NVIDIA/nccl src/enqueue.cc calcCollChunking
     (tag v2.24.3-1, NCCL_ALGO_NVLS_TREE) sets it for one channel's bytes b = S / channels (v2.24.3
@@ -188,13 +223,8 @@ def nvls_tree_chunk_bytes(size_bytes, nodes, heads, channels, chunk_bytes, max_c
     (NCCL_NVLSTREE_MAX_CHUNKSIZE default), then 256 KiB if b < 32 heads chunk, 128 KiB if b < 16
     heads chunk, 64 KiB if b < 4 heads chunk and 32 KiB if b < heads chunk (each only if it
     shrinks the chunk)."""
-    nodes = np.asarray(nodes, dtype=float)
-    per_channel = np.asarray(size_bytes, dtype=float) / channels
-    chunk = np.where(nodes >= 4, min(chunk_bytes, max_chunk_bytes), float(chunk_bytes))
-    heads = np.asarray(heads, dtype=float)
-    for times, cap in ((32.0, 262144.0), (16.0, 131072.0), (4.0, 65536.0), (1.0, 32768.0)):
-        chunk = np.where((per_channel < times * heads * chunk) & (chunk > cap), cap, chunk)
-    return chunk
+    group = nvls_tree_group(nodes, NvlsTree(1.0, channels, chunk_bytes, max_chunk_bytes, heads))
+    return _nvls_wave(size_bytes, group) / group.hc
 
 
 def nvls_tree_fill_s(size_bytes, nodes, tree_bus_bps, spec):
@@ -211,13 +241,11 @@ def nvls_tree_fill_s(size_bytes, nodes, tree_bus_bps, spec):
     an event simulation of that tree (tests/topologies/test_nvls_tree_pipeline.py: per-connection
     FIFO messages on NICs shared by all channels): its single-loop fill at 4, 8, 16, 32 nodes is
     1, 3, 5, 7 waves, 2 log2(nodes) - 3; zero at one or two nodes (two nodes: NCCL's tree crosses
-    the network once)."""
-    nodes = np.maximum(np.asarray(nodes, dtype=float), 1.0)
-    chunk = nvls_tree_chunk_bytes(size_bytes, nodes, spec.heads, spec.channels, spec.chunk_bytes,
-                                  spec.max_chunk_bytes)
-    wave = spec.channels * np.asarray(spec.heads, dtype=float) * chunk
-    levels = np.maximum(2.0 * np.log2(nodes) - 3.0, 0.0)
-    return levels * _beta(np.minimum(np.asarray(size_bytes, dtype=float), wave), tree_bus_bps)
+    the network once). ``spec``: ``NvlsTree``, or the group's ``NvlsGroup`` (then ``nodes`` is
+    not used)."""
+    group = spec if isinstance(spec, NvlsGroup) else nvls_tree_group(nodes, spec)
+    return group.levels * _beta(np.minimum(np.asarray(size_bytes, dtype=float), _nvls_wave(size_bytes, group)),
+                                tree_bus_bps)
 
 
 def nvls_tree_beta_s(size_bytes, tree_bus_bps, spec):
@@ -225,7 +253,7 @@ def nvls_tree_beta_s(size_bytes, tree_bus_bps, spec):
     NVLS_TREE: algorithm bandwidth 5/6 x nChannels x min(bwIntra, bwInter / 2 above two nodes,
     bwInter on two); the model's tree bus is twice the NIC share on two nodes, ``Fabric._bus``),
     without the plain tree's size correction, which tuning.cc applies to NCCL_ALGO_TREE only."""
-    return 2.0 * _beta(size_bytes, spec.bandwidth_factor * np.asarray(tree_bus_bps, dtype=float))
+    return 2.0 * _beta(size_bytes, spec.bandwidth_factor * np.asarray(tree_bus_bps, dtype=float))  # either spec
 
 
 def nccl_ring_s(size_bytes, n, nodes, bus_bw_bps, lat_intra_s, lat_net_s, base_s, all_reduce=False,
@@ -342,6 +370,12 @@ def nccl_choice_terms(n, nodes, bus_bw_bps, tree_bus_bps, all_reduce, tuning, pl
         # NVLS tree (Simple only): intraLat + 2 log2(nNodes) interLat, base 0 (tuning.cc)
         terms["nvls_s"] = None if nvls is None else where(
             nvls, tuning.nvls_tree_s[0] + 2.0 * lvl * tuning.nvls_tree_s[1], np.inf)
+        # each Simple latency estimate above the smallest one (nccl_simple_margins_s)
+        lat_min = np.minimum(terms["ring_s"], tree_s)
+        if nvls is not None:
+            lat_min = np.minimum(lat_min, terms["nvls_s"])
+            terms["nvls_dl"] = terms["nvls_s"] - lat_min
+        terms["ring_dl"], terms["tree_dl"] = terms["ring_s"] - lat_min, tree_s - lat_min
         c = _padded(correction)
         terms["ratio_ll"] = c / _padded(tuning.tree_correction_ll)
         terms["ratio_128"] = c / _padded(tuning.tree_correction_ll128) * (9.0 / 7.0)
@@ -371,17 +405,20 @@ def nccl_simple_margins_s(terms, ring_beta_s, tree_beta_s, nvls_beta_s=None):
     are taken at most twice a's (its model plus its estimate byte time), so that the charged time
     never rises as a bus bandwidth rises. Returns (ring, tree, nvls) margins (nvls None without
     an NVLS estimate)."""
-    est = {"ring": terms["ring_s"] + ring_beta_s, "tree": terms["tree_s"] + tree_beta_s}
-    lat = {"ring": terms["ring_s"], "tree": terms["tree_s"]}
-    beta = {"ring": ring_beta_s, "tree": tree_beta_s}
-    if terms.get("nvls_s") is not None and nvls_beta_s is not None:
-        est["nvls"], lat["nvls"], beta["nvls"] = terms["nvls_s"] + nvls_beta_s, terms["nvls_s"], nvls_beta_s
-    out = {}
-    for a in est:
-        cap = 2.0 * beta[a]
-        best = np.minimum.reduce([lat[b] + np.minimum(beta[b], cap) for b in est])
-        out[a] = np.maximum(est[a] - best, 0.0)
-    return out["ring"], out["tree"], out.get("nvls")
+    # margin_a = max(0, est_a - min over b of (latency_b + min(beta_b, 2 beta_a)))
+    #          = max(est_a - best, latency_a - min latency - beta_a), as est_a >= best
+    est = [terms["ring_s"] + ring_beta_s, terms["tree_s"] + tree_beta_s]
+    dlat, betas = [terms["ring_dl"], terms["tree_dl"]], [ring_beta_s, tree_beta_s]
+    nv = terms.get("nvls_s") is not None and nvls_beta_s is not None
+    if nv:
+        est.append(terms["nvls_s"] + nvls_beta_s)
+        dlat.append(terms["nvls_dl"])
+        betas.append(nvls_beta_s)
+    best = np.minimum(est[0], est[1])
+    if nv:
+        best = np.minimum(best, est[2])
+    out = [np.maximum(e - best, d - b) for e, d, b in zip(est, dlat, betas)]
+    return out[0], out[1], (out[2] if nv else None)
 
 
 def nccl_low_latency_excess_s(terms, ring_beta_s, tree_beta_s=None, idx=None, ll_fraction=1.0, nvls_beta_s=None):
@@ -422,6 +459,8 @@ def _nvls_tree_s(size_bytes, nodes, tree_bus_bps, lat_nvls_s, lat_net_s, base_s,
     if spec is None:
         raise ValueError("nvls given without nvls_tree: pass the NvlsTree constants "
                          "(hwmodels/catalog/collectives.toml nvls_tree_*) with the NVLS flags")
+    if not isinstance(spec, NvlsGroup):
+        spec = nvls_tree_group(nodes, spec)
     nbw = nvls_tree_beta_s(size_bytes, tree_bus_bps, spec)
     return (nvls_tree_latency_s(nodes, lat_nvls_s, lat_net_s, base_s) + nbw
             + nvls_tree_fill_s(size_bytes, nodes, tree_bus_bps, spec)), nbw
@@ -434,7 +473,8 @@ def nccl_call_s(size_bytes, n, nodes, bus_bw_bps, tree_bus_bps, lat_intra_s, lat
     NVLS tree where ``nvls``) + ``pipeline_s`` or low-latency = min(ring, tree) at
     ``ll_fraction`` x the bus bandwidths. Same terms as ``nccl_ring_s``,
     ``nccl_tree_all_reduce_s`` (tree for all-reduce only) and, for the NVLS tree (``nvls_tree``:
-    its ``NvlsTree`` constants, required with ``nvls``), ``nvls_tree_latency_s`` +
+    its ``NvlsTree`` constants or the group's ``NvlsGroup``, required with ``nvls``),
+    ``nvls_tree_latency_s`` +
     ``nvls_tree_beta_s`` + ``nvls_tree_fill_s``.
     Protocol: without ``choice`` the faster of the two (``nccl_protocol_s``); with ``choice``
     (the group's ``nccl_choice_terms``) NCCL's own preference as well: NCCL picks by its tuning

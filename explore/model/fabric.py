@@ -145,13 +145,24 @@ class Fabric:
         self._cache[key] = (stride, n, (inner, outer, bus, tree_bus, net))
         return inner, outer, bus, tree_bus, net
 
-    def _nvls_tree(self, inner, nics_per_device=None):
-        """NCCL's NVLS-tree constants for groups of ``inner`` ranks per node: heads = the NICs of
-        those ranks, at most one per rank (NVIDIA/nccl src/graph/search.cc, NVLS pattern);
-        ``nics_per_device`` of the designs ``inner`` is for (default: the fabric's)."""
+    def _nvls_tree(self, inner, nodes, nics_per_device=None):
+        """NCCL's NVLS tree of groups of ``inner`` ranks per node on ``nodes`` nodes
+        (``coll.NvlsGroup``): heads = the NICs of those ranks, at most one per rank
+        (NVIDIA/nccl src/graph/search.cc, NVLS pattern); ``nics_per_device`` of the designs
+        ``inner`` is for (default: the fabric's)."""
         nics = self.nics_per_device if nics_per_device is None else nics_per_device
         heads = np.clip(np.asarray(inner, dtype=float) * nics, 1.0, np.maximum(inner, 1.0))
-        return coll.NvlsTree(*self.nvls_spec, heads)
+        return coll.nvls_tree_group(nodes, coll.NvlsTree(*self.nvls_spec, heads))
+
+    def _nvls_group(self, stride, n, inner, outer):
+        # the group's NVLS tree (its size-independent part), computed once per group
+        key = ("nvls", id(stride), id(n))
+        hit = self._cache.get(key)
+        if hit is not None and hit[0] is stride and hit[1] is n:
+            return hit[2]
+        group = self._nvls_tree(inner, outer)
+        self._cache[key] = (stride, n, group)
+        return group
 
     def _split_trees(self, t, size_bytes, n, inner, outer, net):
         """``t`` (one all-reduce per design), or faster where the tree of a smaller scale-up domain
@@ -185,7 +196,7 @@ class Fabric:
             nodes = where(ok, outer_i * 2.0 ** j, outer_i)
             x2 = (nvls & (nodes == 2)) if nvls is not None else False
             bus = np.minimum(su_bw, where(x2, 2.0, 1.0) * part * net_i)
-            spec = self._nvls_tree(part, pick(self.nics_per_device)) if nvls is not None else None
+            spec = self._nvls_tree(part, nodes, pick(self.nics_per_device)) if nvls is not None else None
             tj = coll.nccl_tree_s(size, n_i, nodes, bus, tree_factor=self.tree_factor, correction=self.tree_correction,
                                   ll_fraction=frac, pipeline_s=self.pipeline, nvls=nvls, lat_nvls_s=self.nvls_lat,
                                   nvls_tree=spec, **lat)
@@ -250,7 +261,7 @@ class Fabric:
         t = coll.nccl_call_s(size_bytes, n, outer, bus, tree_bus, self.su_lat, self.so_lat, self.base, all_reduce,
                              self.plateau, self.tree_factor, self.tree_correction, frac, self.pipeline,
                              nvls, self.nvls_lat, self._choice(stride, n, outer, bus, tree_bus, all_reduce, nvls),
-                             nvls_tree=self._nvls_tree(inner) if nvls is not None else None)
+                             nvls_tree=self._nvls_group(stride, n, inner, outer) if nvls is not None else None)
         if all_reduce and self.split_domains:
             t = self._split_trees(t, size_bytes, n, inner, outer, net)
         if self.place.any_torus:
