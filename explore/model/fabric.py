@@ -19,9 +19,14 @@ constants in ``hwmodels/catalog/collectives.toml``):
   low-latency one charged the margin by which NCCL's estimates rank it slower than Simple
   (``topologies.collectives.nccl_choice_terms`` once per group,
   ``nccl_low_latency_excess_s`` per call, ``nccl_call_s``);
+* algorithm: ring, tree or NVLS tree as NCCL picks them by its own estimates: each charged
+  the margin by which NCCL's estimates rank it behind NCCL's pick
+  (``topologies.collectives.nccl_simple_margins_s``), the cheapest runs;
 * an all-reduce across domains of a scale-up with in-switch reduction may also run NCCL's
   NVLS tree: one switch reduction per domain (``nvls_latency_s``) instead of the tree's chain
-  through the domain's ranks, then the tree across domains;
+  through the domain's ranks, then the tree across domains, at NCCL's NVLS-tree bandwidth (5/6 of
+  half the tree bus, no size correction) plus the fill of its chunk pipeline
+  (``coll.nvls_tree_fill_s``: NCCL's chunk rules, its heads = the group's NICs per domain);
 * an all-reduce over exactly two domains of a scale-up with in-switch reduction (NVLink
   SHARP) runs NCCL's NVLS tree, which crosses the network once per byte: its tree's network
   bound is twice the NIC share (NVIDIA/nccl:src/graph/tuning.cc, NVLSTree interBw x 2 at
