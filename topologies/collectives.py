@@ -172,8 +172,8 @@ def nvls_tree_latency_s(nodes, lat_nvls_s, lat_net_s, base_s):
 class NvlsTree(NamedTuple):
     """NCCL's NVLS tree (hwmodels/catalog/collectives.toml ``nvls_tree_*``, ``nvls_chunk_bytes``,
     each cited there): its algorithm-bandwidth factor, the channels it runs on, its chunk rules,
-    and ``heads``, the NVLS heads per node (one per NIC-attached GPU, at most one per GPU:
-    NVIDIA/nccl src/graph/search.cc, NVLS pattern), a broadcasting array."""
+    and ``heads``, the NVLS heads per node (one per NIC-attached GPU, at most one per GPU and
+    32 per node: NVIDIA/nccl src/graph/search.cc, NVLS pattern), a broadcasting array."""
     bandwidth_factor: float
     channels: float
     chunk_bytes: float
@@ -241,19 +241,21 @@ def nvls_tree_fill_s(size_bytes, nodes, tree_bus_bps, spec):
     an event simulation of that tree (tests/topologies/test_nvls_tree_pipeline.py: per-connection
     FIFO messages on NICs shared by all channels): its single-loop fill at 4, 8, 16, 32 nodes is
     1, 3, 5, 7 waves, 2 log2(nodes) - 3; zero at one or two nodes (two nodes: NCCL's tree crosses
-    the network once). ``spec``: ``NvlsTree``, or the group's ``NvlsGroup`` (then ``nodes`` is
-    not used)."""
+    the network once). The heads' NICs are taken at the tree bus, as the NVLS tree's byte time
+    takes them (``nvls_tree_beta_s``). ``spec``: ``NvlsTree``, or the group's ``NvlsGroup`` (then
+    ``nodes`` is not used)."""
     group = spec if isinstance(spec, NvlsGroup) else nvls_tree_group(nodes, spec)
     return group.levels * _beta(np.minimum(np.asarray(size_bytes, dtype=float), _nvls_wave(size_bytes, group)),
                                 tree_bus_bps)
 
 
 def nvls_tree_beta_s(size_bytes, tree_bus_bps, spec):
-    """The NVLS tree's byte time: S / (5/6 x tree bus / 2) (NVIDIA/nccl src/graph/tuning.cc,
-    NVLS_TREE: algorithm bandwidth 5/6 x nChannels x min(bwIntra, bwInter / 2 above two nodes,
-    bwInter on two); the model's tree bus is twice the NIC share on two nodes, ``Fabric._bus``),
-    without the plain tree's size correction, which tuning.cc applies to NCCL_ALGO_TREE only."""
-    return 2.0 * _beta(size_bytes, spec.bandwidth_factor * np.asarray(tree_bus_bps, dtype=float))  # either spec
+    """The NVLS tree's byte time (``spec``: NvlsTree or NvlsGroup): S / (5/6 x tree bus / 2)
+    (NVIDIA/nccl src/graph/tuning.cc, NVLS_TREE: algorithm bandwidth 5/6 x nChannels x
+    min(bwIntra, bwInter / 2 above two nodes, bwInter on two); the model's tree bus is twice the
+    NIC share on two nodes, ``Fabric._bus``), without the plain tree's size correction, which
+    tuning.cc applies to NCCL_ALGO_TREE only."""
+    return 2.0 * _beta(size_bytes, spec.bandwidth_factor * np.asarray(tree_bus_bps, dtype=float))
 
 
 def nccl_ring_s(size_bytes, n, nodes, bus_bw_bps, lat_intra_s, lat_net_s, base_s, all_reduce=False,

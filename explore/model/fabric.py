@@ -89,6 +89,7 @@ class Fabric:
         # pipeline fill, coll.nvls_tree_fill_s); its heads per node: one per NIC-attached GPU
         self.nvls_spec = (float(lib["nvls_tree_bandwidth_factor"]), float(lib["nvls_tree_channels"]),
                           float(lib["nvls_chunk_bytes"]), float(lib["nvls_tree_max_chunk_bytes"]))
+        self.nvls_max_heads = float(lib["nvls_max_heads"])
         self.nics_per_device = np.asarray(s.nics_per_device, dtype=float)
         # host work per rank of a list-form collective (catalog, each figure cited there): the
         # copy ProcessGroupNCCL issues per rank from C++ (its ATen call and its launch), and one
@@ -152,11 +153,12 @@ class Fabric:
 
     def _nvls_tree(self, inner, nodes, nics_per_device=None):
         """NCCL's NVLS tree of groups of ``inner`` ranks per node on ``nodes`` nodes
-        (``coll.NvlsGroup``): heads = the NICs of those ranks, at most one per rank
-        (NVIDIA/nccl src/graph/search.cc, NVLS pattern); ``nics_per_device`` of the designs
-        ``inner`` is for (default: the fabric's)."""
+        (``coll.NvlsGroup``): heads = the NICs of those ranks, at most one per rank and 32 per
+        node (NVIDIA/nccl src/graph/search.cc, NVLS pattern; catalog ``nvls_max_heads``);
+        ``nics_per_device`` of the designs ``inner`` is for (default: the fabric's)."""
         nics = self.nics_per_device if nics_per_device is None else nics_per_device
-        heads = np.clip(np.asarray(inner, dtype=float) * nics, 1.0, np.maximum(inner, 1.0))
+        heads = np.clip(np.asarray(inner, dtype=float) * nics, 1.0,
+                        np.clip(inner, 1.0, self.nvls_max_heads))
         return coll.nvls_tree_group(nodes, coll.NvlsTree(*self.nvls_spec, heads))
 
     def _nvls_group(self, stride, n, inner, outer):
