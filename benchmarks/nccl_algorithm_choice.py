@@ -3,9 +3,10 @@
 Prints, for every row of tests/validation/collective_bench.csv (87 today), the published bus bandwidth and
 the model's error under two readings. No constant is fitted:
 
-* ``model``: the model as it is. Per call it takes the faster of ring and tree (and of the trees
-  of the domain split into parts). For the protocol it uses NCCL's own preference, charged by the
-  margin of NCCL's estimates (``topologies.collectives.nccl_call_s``).
+* ``model``: the model as it is. Per call it takes the cheapest of ring, tree and NVLS tree, each
+  charged the margin by which NCCL's estimates rank it behind NCCL's pick (and the trees of the
+  domain split into parts, which the bench rows do not run). For the protocol it uses NCCL's own
+  preference, charged the same way (``topologies.collectives.nccl_call_s``).
 * ``nccl pick``: the model's time of the one (algorithm, protocol) that NCCL's own estimate ranks
   first. These are the catalog's ``tuning_*`` constants from NVIDIA/nccl src/graph/tuning.cc
   (the same in v2.26.2-1, commit f44ac759fee1), and src/enqueue.cc topoGetAlgoInfo takes the
@@ -16,8 +17,9 @@ published job set NCCL_HOSTID (the bench's ``fabric``, ``Fabric(..., split_domai
 
 The rows are ring or tree at Simple, and the low-latency protocol on each (LL, or LL128 inside
 one domain). The last line counts the points within 15 %: all of them, those from 1 MiB to 1 GiB,
-those of the latter at >= 64 GPUs, and the 6 at twenty GB200 racks (today 69 / 87, 37 / 50,
-13 / 18, 0 / 6 for the model; 68 / 87, 36 / 50, 12 / 18, 0 / 6 for NCCL's pick).
+those of the latter at >= 64 GPUs, and the 6 at twenty GB200 racks (today 70 / 87, 38 / 50,
+13 / 18, 0 / 6 for the model and for NCCL's pick; before collmid, with the model running the
+faster algorithm by its own time, 69 / 87, 37 / 50, 13 / 18 and 68 / 87, 36 / 50, 12 / 18).
 
 Run: PYTHONPATH=. python benchmarks/nccl_algorithm_choice.py
 """
@@ -34,9 +36,10 @@ from topologies import collectives as coll  # noqa: E402
 
 def nccl_pick_call_s(size_bytes, n, nodes, bus_bw_bps, tree_bus_bps, lat_intra_s, lat_net_s, base_s, all_reduce,
                      plateau, tree_factor, correction, ll_fraction, pipeline_s, nvls=None, lat_nvls_s=0.0,
-                     choice=None):
+                     choice=None, nvls_tree=None):
     """``coll.nccl_call_s`` with the model's time of the option that NCCL's estimate ranks first.
-    The estimates use the same terms as ``coll.nccl_low_latency_excess_s``."""
+    The estimates use the same terms as ``coll.nccl_low_latency_excess_s`` and
+    ``coll.nccl_simple_margins_s`` (the NVLS tree its own option where ``nvls``)."""
     n = np.asarray(n, dtype=float)
     nodes = np.asarray(nodes, dtype=float)
     lat = coll.ring_latency_s(n, nodes, lat_intra_s, lat_net_s, base_s, all_reduce)
@@ -59,6 +62,10 @@ def nccl_pick_call_s(size_bytes, n, nodes, bus_bw_bps, tree_bus_bps, lat_intra_s
         if choice["tree_128"] is not None:
             est["tree low-latency"] = np.minimum(est["tree low-latency"],
                                                  choice["tree_128"] + tbw * np.take(choice["ratio_128"], i))
+        if nvls is not None and choice.get("nvls_s") is not None:
+            nvt, nbw = coll._nvls_tree_s(size_bytes, nodes, tree_bus_bps, lat_nvls_s, lat_net_s, base_s, nvls_tree)
+            model["NVLS tree Simple"] = np.where(nvls, nvt + pipeline_s, np.inf)
+            est["NVLS tree Simple"] = choice["nvls_s"] + nbw
     shape = np.shape(model["ring Simple"])
     keys = list(est)
     pick = np.argmin(np.stack([np.broadcast_to(est[k], shape) for k in keys]), axis=0)

@@ -169,6 +169,95 @@ def nvls_tree_latency_s(nodes, lat_nvls_s, lat_net_s, base_s):
     return base_s + lat_nvls_s + 2.0 * np.log2(nodes) * lat_net_s
 
 
+class NvlsTree(NamedTuple):
+    """NCCL's NVLS tree (hwmodels/catalog/collectives.toml ``nvls_tree_*``, ``nvls_chunk_bytes``,
+    each cited there): its algorithm-bandwidth factor, the channels it runs on, its chunk rules,
+    and ``heads``, the NVLS heads per node (one per NIC-attached GPU, at most one per GPU and
+    32 per node: NVIDIA/nccl src/graph/search.cc, NVLS pattern), a broadcasting array."""
+    bandwidth_factor: float
+    channels: float
+    chunk_bytes: float
+    max_chunk_bytes: float
+    heads: object
+
+
+class NvlsGroup(NamedTuple):
+    """The size-independent part of a group's NVLS tree (``nvls_tree_group``): computed once per
+    group, used for every call size."""
+    bandwidth_factor: float
+    levels: object          # max(2 log2(nodes) - 3, 0): fill in waves of a one-loop call
+    hc: object              # channels x heads
+    wave: object            # channels x heads x chunk before the per-size rules (bytes)
+    rules: tuple            # (times, capped wave) of the per-size chunk rules that can apply
+
+
+# src/enqueue.cc calcCollChunking (NVIDIA/nccl tag v2.24.3-1), NCCL_ALGO_NVLS_TREE: the chunk
+# becomes cap where one channel's bytes < times x heads x chunk and chunk > cap, in this order
+_NVLS_TREE_CHUNK_RULES = ((32.0, 262144.0), (16.0, 131072.0), (4.0, 65536.0), (1.0, 32768.0))
+
+
+def nvls_tree_group(nodes, spec):
+    """``NvlsGroup`` of groups over ``nodes`` nodes with ``spec``'s channels and heads."""
+    nodes = np.maximum(np.asarray(nodes, dtype=float), 1.0)
+    hc = spec.channels * np.asarray(spec.heads, dtype=float)
+    chunk = np.where(nodes >= 4, min(spec.chunk_bytes, spec.max_chunk_bytes), float(spec.chunk_bytes))
+    top = float(np.max(chunk, initial=0.0))
+    rules = tuple((times, hc * cap) for times, cap in _NVLS_TREE_CHUNK_RULES if cap < top)
+    return NvlsGroup(float(spec.bandwidth_factor), np.maximum(2.0 * np.log2(nodes) - 3.0, 0.0), hc, hc * chunk, rules)
+
+
+def _nvls_wave(size_bytes, group):
+    """channels x heads x chunk after the per-size rules (a rule on one channel's bytes S /
+    channels against times x heads x chunk is one on S against times x this wave)."""
+    size = np.asarray(size_bytes, dtype=float)
+    wave = group.wave
+    for times, capped in group.rules:
+        wave = np.where((size < times * wave) & (wave > capped), capped, wave)
+    return wave
+
+
+def nvls_tree_chunk_bytes(size_bytes, nodes, heads, channels, chunk_bytes, max_chunk_bytes):
+    """The NVLS tree's chunk per head and channel, as NVIDIA/nccl src/enqueue.cc calcCollChunking
+    (tag v2.24.3-1, NCCL_ALGO_NVLS_TREE) sets it for one channel's bytes b = S / channels (v2.24.3
+    calls it per channel): chunk = nvlsChunkSize, at most ``max_chunk_bytes`` from 4 nodes
+    (NCCL_NVLSTREE_MAX_CHUNKSIZE default), then 256 KiB if b < 32 heads chunk, 128 KiB if b < 16
+    heads chunk, 64 KiB if b < 4 heads chunk and 32 KiB if b < heads chunk (each only if it
+    shrinks the chunk)."""
+    group = nvls_tree_group(nodes, NvlsTree(1.0, channels, chunk_bytes, max_chunk_bytes, heads))
+    return _nvls_wave(size_bytes, group) / group.hc
+
+
+def nvls_tree_fill_s(size_bytes, nodes, tree_bus_bps, spec):
+    """Pipeline fill of NCCL's NVLS tree beyond latency + S / its bandwidth: max(2 log2(nodes) -
+    3, 0) x min(S, wave) / tree bus, wave = channels x heads x chunk
+    (``nvls_tree_chunk_bytes``), the bytes all channels move per loop (NVIDIA/nccl
+    src/device/all_reduce.h, NVLS_TREE: each head carries one chunk per channel and loop up the
+    inter-node tree and back down; src/graph/connect.cc connectNvls: a double binary tree of the
+    nodes' heads, src/graph/trees.cc ncclGetDtree; every channel's chunk of a head shares that
+    head's NIC). A call of one loop or less (S <= wave, up to 8 MiB on 8 heads from 4 nodes)
+    is one chunk per channel and head, forwarded level by level: the deepest leaf's chunk
+    crosses 2 log2(nodes) network levels, each at the loaded NICs' rate, where a pipelined
+    tree moves the bytes in the time of two. Larger calls fill once per call. Coefficient from
+    an event simulation of that tree (tests/topologies/test_nvls_tree_pipeline.py: per-connection
+    FIFO messages on NICs shared by all channels): its single-loop fill at 4, 8, 16, 32 nodes is
+    1, 3, 5, 7 waves, 2 log2(nodes) - 3; zero at one or two nodes (two nodes: NCCL's tree crosses
+    the network once). The heads' NICs are taken at the tree bus, as the NVLS tree's byte time
+    takes them (``nvls_tree_beta_s``). ``spec``: ``NvlsTree``, or the group's ``NvlsGroup`` (then
+    ``nodes`` is not used)."""
+    group = spec if isinstance(spec, NvlsGroup) else nvls_tree_group(nodes, spec)
+    return group.levels * _beta(np.minimum(np.asarray(size_bytes, dtype=float), _nvls_wave(size_bytes, group)),
+                                tree_bus_bps)
+
+
+def nvls_tree_beta_s(size_bytes, tree_bus_bps, spec):
+    """The NVLS tree's byte time (``spec``: NvlsTree or NvlsGroup): S / (5/6 x tree bus / 2)
+    (NVIDIA/nccl src/graph/tuning.cc, NVLS_TREE: algorithm bandwidth 5/6 x nChannels x
+    min(bwIntra, bwInter / 2 above two nodes, bwInter on two); the model's tree bus is twice the
+    NIC share on two nodes, ``Fabric._bus``), without the plain tree's size correction, which
+    tuning.cc applies to NCCL_ALGO_TREE only."""
+    return 2.0 * _beta(size_bytes, spec.bandwidth_factor * np.asarray(tree_bus_bps, dtype=float))
+
+
 def nccl_ring_s(size_bytes, n, nodes, bus_bw_bps, lat_intra_s, lat_net_s, base_s, all_reduce=False,
                 plateau=1.0):
     """Ring reduce-scatter / all-gather (all_reduce=False) or all-reduce of an S-byte buffer:
@@ -279,10 +368,16 @@ def nccl_choice_terms(n, nodes, bus_bw_bps, tree_bus_bps, all_reduce, tuning, pl
         terms["tree_ll"] = bt_ll + 2.0 * (ppn1 * vt_ll + lvl * nt_ll)
         terms["tree_ll_g"] = np.maximum(np.asarray(tree_bus_bps, dtype=float) / ll_max, 3.8)
         terms["tree_128"] = None if multi.all() else where(multi, np.inf, bt_128 + 2.0 * ppn1 * vt_128)
-        if nvls is not None:       # Simple's tree latency: tree or NVLS tree
-            tree_s = where(nvls, np.minimum(tree_s, tuning.nvls_tree_s[0] + 2.0 * lvl * tuning.nvls_tree_s[1]),
-                           tree_s)
         terms["tree_s"] = tree_s
+        # NVLS tree (Simple only): intraLat + 2 log2(nNodes) interLat, base 0 (tuning.cc)
+        terms["nvls_s"] = None if nvls is None else where(
+            nvls, tuning.nvls_tree_s[0] + 2.0 * lvl * tuning.nvls_tree_s[1], np.inf)
+        # each Simple latency estimate above the smallest one (nccl_simple_margins_s)
+        lat_min = np.minimum(terms["ring_s"], tree_s)
+        if nvls is not None:
+            lat_min = np.minimum(lat_min, terms["nvls_s"])
+            terms["nvls_dl"] = terms["nvls_s"] - lat_min
+        terms["ring_dl"], terms["tree_dl"] = terms["ring_s"] - lat_min, tree_s - lat_min
         c = _padded(correction)
         terms["ratio_ll"] = c / _padded(tuning.tree_correction_ll)
         terms["ratio_128"] = c / _padded(tuning.tree_correction_ll128) * (9.0 / 7.0)
@@ -300,11 +395,39 @@ def _padded(table):
     return t
 
 
-def nccl_low_latency_excess_s(terms, ring_beta_s, tree_beta_s=None, idx=None, ll_fraction=1.0):
+def nccl_simple_margins_s(terms, ring_beta_s, tree_beta_s, nvls_beta_s=None):
+    """NCCL's algorithm choice for a Simple all-reduce (NVIDIA/nccl src/enqueue.cc
+    topoGetAlgoInfo: the smallest of its own estimates, tuning.cc ncclTopoGetAlgoTime), as a
+    margin per algorithm: how much slower NCCL's estimate of ring / tree / NVLS tree is than its
+    best one (0 for the one it runs). ``*_beta_s``: the byte times of the estimates (the model's
+    bus bandwidths taken as NCCL's graph bandwidth, as in ``nccl_low_latency_excess_s``; the
+    model's byte time of each algorithm is the same figure). The model charges each algorithm its
+    own time plus its margin, and runs the cheapest: NCCL's choice where its preference is clear,
+    continuous where its estimates cross. For the margin of algorithm a, the others' byte times
+    are taken at most twice a's (its model plus its estimate byte time), so that the charged time
+    never rises as a bus bandwidth rises. Returns (ring, tree, nvls) margins (nvls None without
+    an NVLS estimate)."""
+    # margin_a = max(0, est_a - min over b of (latency_b + min(beta_b, 2 beta_a)))
+    #          = max(est_a - best, latency_a - min latency - beta_a), as est_a >= best
+    est = [terms["ring_s"] + ring_beta_s, terms["tree_s"] + tree_beta_s]
+    dlat, betas = [terms["ring_dl"], terms["tree_dl"]], [ring_beta_s, tree_beta_s]
+    nv = terms.get("nvls_s") is not None and nvls_beta_s is not None
+    if nv:
+        est.append(terms["nvls_s"] + nvls_beta_s)
+        dlat.append(terms["nvls_dl"])
+        betas.append(nvls_beta_s)
+    best = np.minimum(est[0], est[1])
+    if nv:
+        best = np.minimum(best, est[2])
+    out = [np.maximum(e - best, d - b) for e, d, b in zip(est, dlat, betas)]
+    return out[0], out[1], (out[2] if nv else None)
+
+
+def nccl_low_latency_excess_s(terms, ring_beta_s, tree_beta_s=None, idx=None, ll_fraction=1.0, nvls_beta_s=None):
     """NCCL's own estimate of the low-latency protocol's time minus that of Simple (tuning.cc
     ncclTopoGetAlgoTime: latency + bytes / bandwidth, the tree with its per-size correction):
     low-latency = min over LL (and LL128 inside one domain) of ring and tree, Simple = min(ring,
-    tree, NVLS tree); NCCL runs the low-latency protocol where this is negative. ``terms``:
+    tree, NVLS tree at ``nvls_beta_s``); NCCL runs the low-latency protocol where this is negative. ``terms``:
     ``nccl_choice_terms`` of the group; ``ring_beta_s`` / ``tree_beta_s``: the call's Simple byte
     times on ring / tree (the model's bus bandwidths, taken as NCCL's graph bandwidth); ``idx``:
     ``_size_index`` of the size (all-reduce). Returns the excess against the ring, and for an
@@ -325,16 +448,36 @@ def nccl_low_latency_excess_s(terms, ring_beta_s, tree_beta_s=None, idx=None, ll
     tree_low_beta = tree_beta_s / ll_fraction
     on_ring = low - np.minimum(terms["ring_s"] + ring_beta_s, tree_lat + np.minimum(tree_beta_s, ring_low_beta))
     on_tree = low - np.minimum(terms["ring_s"] + np.minimum(ring_beta_s, tree_low_beta), tree_lat + tree_beta_s)
+    if terms.get("nvls_s") is not None and nvls_beta_s is not None:
+        nv = terms["nvls_s"]
+        on_ring = np.maximum(on_ring, low - (nv + np.minimum(nvls_beta_s, ring_low_beta)))
+        on_tree = np.maximum(on_tree, low - (nv + np.minimum(nvls_beta_s, tree_low_beta)))
     return on_ring, on_tree
+
+
+def _nvls_tree_s(size_bytes, nodes, tree_bus_bps, lat_nvls_s, lat_net_s, base_s, spec):
+    """The NVLS tree's Simple time (without the per-call pipeline time) and its byte time:
+    ``nvls_tree_latency_s`` + ``nvls_tree_beta_s`` + ``nvls_tree_fill_s``."""
+    if spec is None:
+        raise ValueError("nvls given without nvls_tree: pass the NvlsTree constants "
+                         "(hwmodels/catalog/collectives.toml nvls_tree_*) with the NVLS flags")
+    if not isinstance(spec, NvlsGroup):
+        spec = nvls_tree_group(nodes, spec)
+    nbw = nvls_tree_beta_s(size_bytes, tree_bus_bps, spec)
+    return (nvls_tree_latency_s(nodes, lat_nvls_s, lat_net_s, base_s) + nbw
+            + nvls_tree_fill_s(size_bytes, nodes, tree_bus_bps, spec)), nbw
 
 
 def nccl_call_s(size_bytes, n, nodes, bus_bw_bps, tree_bus_bps, lat_intra_s, lat_net_s, base_s, all_reduce,
                 plateau, tree_factor, correction, ll_fraction, pipeline_s, nvls=None, lat_nvls_s=0.0,
-                choice=None):
+                choice=None, nvls_tree=None):
     """One NCCL call, each latency and bandwidth term computed once: Simple = min(ring, tree,
     NVLS tree where ``nvls``) + ``pipeline_s`` or low-latency = min(ring, tree) at
     ``ll_fraction`` x the bus bandwidths. Same terms as ``nccl_ring_s``,
-    ``nccl_tree_all_reduce_s`` (tree for all-reduce only) and ``nvls_tree_latency_s``.
+    ``nccl_tree_all_reduce_s`` (tree for all-reduce only) and, for the NVLS tree (``nvls_tree``:
+    its ``NvlsTree`` constants or the group's ``NvlsGroup``, required with ``nvls``),
+    ``nvls_tree_latency_s`` +
+    ``nvls_tree_beta_s`` + ``nvls_tree_fill_s``.
     Protocol: without ``choice`` the faster of the two (``nccl_protocol_s``); with ``choice``
     (the group's ``nccl_choice_terms``) NCCL's own preference as well: NCCL picks by its tuning
     estimates, not by the time the call then takes, so where they rank the low-latency protocol
@@ -343,7 +486,9 @@ def nccl_call_s(size_bytes, n, nodes, bus_bw_bps, tree_bus_bps, lat_intra_s, lat
     max(e_tree, 0), Simple + ``pipeline_s``). Where NCCL's preference for Simple is clear this is
     Simple (NCCL's choice); near NCCL's switch-over it moves continuously, and it never rises with
     a bus bandwidth: e grows as a bandwidth rises by at most what Simple's byte time falls, which
-    is at most what the same algorithm's low-latency byte time falls."""
+    is at most what the same algorithm's low-latency byte time falls. The same for the
+    algorithm of a Simple all-reduce: each of ring, tree and NVLS tree is charged the margin by
+    which NCCL's estimates rank it behind the one NCCL runs (``nccl_simple_margins_s``)."""
     n = np.asarray(n, dtype=float)
     lat = ring_latency_s(n, nodes, lat_intra_s, lat_net_s, base_s, all_reduce)
     if all_reduce:
@@ -355,15 +500,24 @@ def nccl_call_s(size_bytes, n, nodes, bus_bw_bps, tree_bus_bps, lat_intra_s, lat
     if all_reduce:
         tbw = 2.0 * _beta(size_bytes, tree_factor * np.asarray(tree_bus_bps, dtype=float) * _table(idx, correction))
         tlat = tree_latency_s(n, nodes, lat_intra_s, lat_net_s, base_s)
-        simple = np.minimum(simple, tlat + tbw)
+        tree = tlat + tbw
         low_tree = tlat + tbw / ll_fraction
+        nvt = nbw = None
         if nvls is not None:       # NVLS algorithms run the Simple protocol only (tuning.cc)
-            simple = where(nvls, np.minimum(simple, nvls_tree_latency_s(nodes, lat_nvls_s, lat_net_s, base_s) + tbw),
-                           simple)
+            nvt, nbw = _nvls_tree_s(size_bytes, nodes, tree_bus_bps, lat_nvls_s, lat_net_s, base_s, nvls_tree)
+            nvt = where(nvls, nvt, np.inf)
+        if choice is not None:     # NCCL's algorithm choice: each charged its margin
+            m_ring, m_tree, m_nvls = nccl_simple_margins_s(choice, bw, tbw, nbw)
+            simple, tree = simple + m_ring, tree + m_tree
+            if nvt is not None:
+                nvt = nvt + m_nvls
+        simple = np.minimum(simple, tree)
+        if nvt is not None:
+            simple = np.minimum(simple, nvt)
     if choice is None:
         t = nccl_protocol_s(simple, np.minimum(low, low_tree) if all_reduce else low, pipeline_s)
     elif all_reduce:
-        on_ring, on_tree = nccl_low_latency_excess_s(choice, bw, tbw, idx, ll_fraction)
+        on_ring, on_tree = nccl_low_latency_excess_s(choice, bw, tbw, idx, ll_fraction, nbw)
         t = np.minimum(np.minimum(low + np.maximum(on_ring, 0.0), low_tree + np.maximum(on_tree, 0.0)),
                        simple + pipeline_s)
     else:
@@ -372,17 +526,18 @@ def nccl_call_s(size_bytes, n, nodes, bus_bw_bps, tree_bus_bps, lat_intra_s, lat
 
 
 def nccl_tree_s(size_bytes, n, nodes, tree_bus_bps, lat_intra_s, lat_net_s, base_s, tree_factor, correction,
-                ll_fraction, pipeline_s, nvls=None, lat_nvls_s=0.0):
+                ll_fraction, pipeline_s, nvls=None, lat_nvls_s=0.0, nvls_tree=None):
     """An all-reduce by NCCL's double binary tree alone (and its NVLS tree where ``nvls`` and
-    nodes > 1), with the faster protocol (``nccl_protocol_s``): the tree terms of ``nccl_call_s``."""
+    nodes > 1, ``nvls_tree`` its constants), with the faster protocol (``nccl_protocol_s``): the
+    tree terms of ``nccl_call_s``."""
     n = np.asarray(n, dtype=float)
     tbw = 2.0 * _beta(size_bytes, tree_factor * np.asarray(tree_bus_bps, dtype=float)
                       * tree_correction(size_bytes, correction))
     tlat = tree_latency_s(n, nodes, lat_intra_s, lat_net_s, base_s)
     simple, low = tlat + tbw, tlat + tbw / ll_fraction
     if nvls is not None:
-        simple = where(nvls & (np.asarray(nodes) > 1),
-                       np.minimum(simple, nvls_tree_latency_s(nodes, lat_nvls_s, lat_net_s, base_s) + tbw), simple)
+        nvt, _ = _nvls_tree_s(size_bytes, nodes, tree_bus_bps, lat_nvls_s, lat_net_s, base_s, nvls_tree)
+        simple = where(nvls & (np.asarray(nodes) > 1), np.minimum(simple, nvt), simple)
     return where(n > 1, nccl_protocol_s(simple, low, pipeline_s), 0.0)
 
 

@@ -19,9 +19,14 @@ constants in ``hwmodels/catalog/collectives.toml``):
   low-latency one charged the margin by which NCCL's estimates rank it slower than Simple
   (``topologies.collectives.nccl_choice_terms`` once per group,
   ``nccl_low_latency_excess_s`` per call, ``nccl_call_s``);
+* algorithm: ring, tree or NVLS tree as NCCL picks them by its own estimates: each charged
+  the margin by which NCCL's estimates rank it behind NCCL's pick
+  (``topologies.collectives.nccl_simple_margins_s``), the cheapest runs;
 * an all-reduce across domains of a scale-up with in-switch reduction may also run NCCL's
   NVLS tree: one switch reduction per domain (``nvls_latency_s``) instead of the tree's chain
-  through the domain's ranks, then the tree across domains;
+  through the domain's ranks, then the tree across domains, at NCCL's NVLS-tree bandwidth (5/6 of
+  half the tree bus, no size correction) plus the fill of its chunk pipeline
+  (``coll.nvls_tree_fill_s``: NCCL's chunk rules, its heads = the group's NICs per domain);
 * an all-reduce over exactly two domains of a scale-up with in-switch reduction (NVLink
   SHARP) runs NCCL's NVLS tree, which crosses the network once per byte: its tree's network
   bound is twice the NIC share (NVIDIA/nccl:src/graph/tuning.cc, NVLSTree interBw x 2 at
@@ -80,6 +85,12 @@ class Fabric:
         self.ll_intra = float(lib["low_latency_bandwidth_fraction_intra"])
         self.ll_net = float(lib["low_latency_bandwidth_fraction_net"])
         self.nvls_lat = float(lib["nvls_latency_s"])
+        # NVLS tree: NCCL's bandwidth (5/6, no tree correction), channels and chunk rules (the
+        # pipeline fill, coll.nvls_tree_fill_s); its heads per node: one per NIC-attached GPU
+        self.nvls_spec = (float(lib["nvls_tree_bandwidth_factor"]), float(lib["nvls_tree_channels"]),
+                          float(lib["nvls_chunk_bytes"]), float(lib["nvls_tree_max_chunk_bytes"]))
+        self.nvls_max_heads = float(lib["nvls_max_heads"])
+        self.nics_per_device = np.asarray(s.nics_per_device, dtype=float)
         # host work per rank of a list-form collective (catalog, each figure cited there): the
         # copy ProcessGroupNCCL issues per rank from C++ (its ATen call and its launch), and one
         # Python tensor call for each the caller makes per rank
@@ -140,6 +151,26 @@ class Fabric:
         self._cache[key] = (stride, n, (inner, outer, bus, tree_bus, net))
         return inner, outer, bus, tree_bus, net
 
+    def _nvls_tree(self, inner, nodes, nics_per_device=None):
+        """NCCL's NVLS tree of groups of ``inner`` ranks per node on ``nodes`` nodes
+        (``coll.NvlsGroup``): heads = the NICs of those ranks, at most one per rank and 32 per
+        node (NVIDIA/nccl src/graph/search.cc, NVLS pattern; catalog ``nvls_max_heads``);
+        ``nics_per_device`` of the designs ``inner`` is for (default: the fabric's)."""
+        nics = self.nics_per_device if nics_per_device is None else nics_per_device
+        heads = np.clip(np.asarray(inner, dtype=float) * nics, 1.0,
+                        np.clip(inner, 1.0, self.nvls_max_heads))
+        return coll.nvls_tree_group(nodes, coll.NvlsTree(*self.nvls_spec, heads))
+
+    def _nvls_group(self, stride, n, inner, outer):
+        # the group's NVLS tree (its size-independent part), computed once per group
+        key = ("nvls", id(stride), id(n))
+        hit = self._cache.get(key)
+        if hit is not None and hit[0] is stride and hit[1] is n:
+            return hit[2]
+        group = self._nvls_tree(inner, outer)
+        self._cache[key] = (stride, n, group)
+        return group
+
     def _split_trees(self, t, size_bytes, n, inner, outer, net):
         """``t`` (one all-reduce per design), or faster where the tree of a smaller scale-up domain
         is: each domain split into 2, 4, ... parts of whole ranks, every part a node of its own on
@@ -172,8 +203,10 @@ class Fabric:
             nodes = where(ok, outer_i * 2.0 ** j, outer_i)
             x2 = (nvls & (nodes == 2)) if nvls is not None else False
             bus = np.minimum(su_bw, where(x2, 2.0, 1.0) * part * net_i)
+            spec = self._nvls_tree(part, nodes, pick(self.nics_per_device)) if nvls is not None else None
             tj = coll.nccl_tree_s(size, n_i, nodes, bus, tree_factor=self.tree_factor, correction=self.tree_correction,
-                                  ll_fraction=frac, pipeline_s=self.pipeline, nvls=nvls, lat_nvls_s=self.nvls_lat, **lat)
+                                  ll_fraction=frac, pipeline_s=self.pipeline, nvls=nvls, lat_nvls_s=self.nvls_lat,
+                                  nvls_tree=spec, **lat)
             sub = np.minimum(sub, where(ok, tj, np.inf))
             j += 1
         out = np.array(np.broadcast_to(t, shape), dtype=float)
@@ -234,7 +267,8 @@ class Fabric:
         nvls = (self.nvls & (outer > 1)) if (all_reduce and self.nvls.any()) else None
         t = coll.nccl_call_s(size_bytes, n, outer, bus, tree_bus, self.su_lat, self.so_lat, self.base, all_reduce,
                              self.plateau, self.tree_factor, self.tree_correction, frac, self.pipeline,
-                             nvls, self.nvls_lat, self._choice(stride, n, outer, bus, tree_bus, all_reduce, nvls))
+                             nvls, self.nvls_lat, self._choice(stride, n, outer, bus, tree_bus, all_reduce, nvls),
+                             nvls_tree=self._nvls_group(stride, n, inner, outer) if nvls is not None else None)
         if all_reduce and self.split_domains:
             t = self._split_trees(t, size_bytes, n, inner, outer, net)
         if self.place.any_torus:

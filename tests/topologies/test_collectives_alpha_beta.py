@@ -74,6 +74,8 @@ def test_nccl_protocol_preference_never_slows_a_call_as_bandwidth_rises():
                           tuple(8e9 * b for b in lib["tuning_ll_max_bandwidth_gbs"]),
                           np.asarray(lib["tuning_tree_correction_ll"]), np.asarray(lib["tuning_tree_correction_ll128"]))
     corr = np.asarray(lib["tree_correction"])
+    spec = coll.NvlsTree(lib["nvls_tree_bandwidth_factor"], lib["nvls_tree_channels"], lib["nvls_chunk_bytes"],
+                         lib["nvls_tree_max_chunk_bytes"], 8.0)
     bus = np.geomspace(1e9, 1e14, 3000)
     hard_rises = 0
     for ar in (False, True):
@@ -86,12 +88,52 @@ def test_nccl_protocol_preference_never_slows_a_call_as_bandwidth_rises():
                                                lib["ring_latency_plateau"], corr, nvls)
                 t = coll.nccl_call_s(size, np.array(float(n)), nd, bus, bus, 3e-6, 5e-6, lib["base_latency_s"], ar,
                                      lib["ring_latency_plateau"], 0.92, corr, frac, lib["simple_pipeline_s"], nvls,
-                                     lib["nvls_latency_s"], terms)
+                                     lib["nvls_latency_s"], terms, nvls_tree=spec)
                 assert np.all(np.diff(t) <= 1e-12 * t[:-1]), (ar, n, nodes, size)
                 plain = coll.nccl_call_s(size, np.array(float(n)), nd, bus, bus, 3e-6, 5e-6, lib["base_latency_s"],
                                          ar, lib["ring_latency_plateau"], 0.92, corr, frac, lib["simple_pipeline_s"],
-                                         nvls, lib["nvls_latency_s"])
+                                         nvls, lib["nvls_latency_s"], nvls_tree=spec)
                 assert np.all(t >= plain * (1 - 1e-12))     # NCCL's preference never makes a call faster
                 ex = coll.nccl_low_latency_excess_s(terms, 1.0 / bus * size * 8)
                 hard_rises += int(np.any(np.diff(np.where(np.ravel(ex) < 0, 0.0, 1.0)) > 0))
     assert hard_rises > 0       # NCCL's estimate does switch to Simple as bandwidth rises somewhere
+
+
+def test_nccl_algorithm_margin_never_slows_a_call_as_bandwidth_rises():
+    """NCCL's algorithm choice (ring, tree, NVLS tree) charged as the margin of its estimates
+    (``nccl_simple_margins_s``): as the network bandwidth rises, with the scale-up bandwidth
+    capping the bus (and the NVLS tree's bus twice the NIC share on two nodes, ``Fabric._bus``),
+    no all-reduce gets slower, from 4 KiB to 8 GiB on 2-8 nodes."""
+    import numpy as np
+    from topologies import collectives as coll
+    from explore.model.fabric import library
+    lib = library()
+    tun = coll.NcclTuning(tuple(map(tuple, lib["tuning_base_latency_s"])),
+                          tuple(map(tuple, lib["tuning_nvlink_latency_s"])),
+                          tuple(map(tuple, lib["tuning_net_latency_s"])), float(lib["tuning_net_overhead_s"]),
+                          tuple(lib["tuning_nvls_tree_latency_s"]),
+                          tuple(8e9 * b for b in lib["tuning_ll_max_bandwidth_gbs"]),
+                          np.asarray(lib["tuning_tree_correction_ll"]), np.asarray(lib["tuning_tree_correction_ll128"]))
+    corr = np.asarray(lib["tree_correction"])
+    spec = coll.NvlsTree(lib["nvls_tree_bandwidth_factor"], lib["nvls_tree_channels"], lib["nvls_chunk_bytes"],
+                         lib["nvls_tree_max_chunk_bytes"], 8.0)
+    net = np.geomspace(1e9, 1e14, 3000)
+    picks = set()
+    for cap in (2.9e12, 3.6e12, 7.2e12):                    # scale-up bus bandwidths (bits/s)
+        for n, nodes in ((16, 2), (8, 2), (24, 3), (32, 4), (64, 8)):
+            bus = np.minimum(cap, net)
+            tree_bus = np.minimum(cap, 2 * net) if nodes == 2 else bus
+            nd, nv = np.array(float(nodes)), np.array(True)
+            terms = coll.nccl_choice_terms(np.array(float(n)), nd, bus, 0.92 * tree_bus, True, tun,
+                                           lib["ring_latency_plateau"], corr, nv)
+            for size in 2.0 ** np.arange(12, 34):
+                t = coll.nccl_call_s(size, np.array(float(n)), nd, bus, tree_bus, 3e-6, 5e-6, lib["base_latency_s"],
+                                     True, lib["ring_latency_plateau"], 0.92, corr, 0.5, lib["simple_pipeline_s"],
+                                     nv, lib["nvls_latency_s"], terms, nvls_tree=spec)
+                assert np.all(np.diff(t) <= 1e-12 * t[:-1]), (cap, n, nodes, size)
+                ring_beta = 2 * (n - 1) / n * size * 8 / bus
+                tree_beta = 2 * size * 8 / (0.92 * tree_bus * coll.tree_correction(size, corr))
+                margins = coll.nccl_simple_margins_s(terms, ring_beta, tree_beta,
+                                                     coll.nvls_tree_beta_s(size, tree_bus, spec))
+                picks |= {k for k, m in zip(("ring", "tree", "nvls"), margins) if np.any(m == 0.0)}
+    assert picks == {"ring", "tree", "nvls"}      # each is NCCL's pick somewhere in the sweep
