@@ -189,7 +189,10 @@ class Placement:
         crossing pair gets min(1, G / (2 S)) of a port: min(1, df_factor D / S) of the device rate
         (df_factor D = G / (2 min(nics, 1))). With S = D this is the all-crossing ``df_factor``.
         tests/topologies/test_dragonfly_pairs.py checks it against an enumeration of rank positions and
-        Valiant loads on networkx dragonflies."""
+        Valiant loads on networkx dragonflies: exact for chains where a third group lets one group's
+        outgoing pairs and another's incoming ones meet on a link (stride <= devices - 2 D); low, never
+        high, elsewhere (two groups, where ``df_factor`` halves a direct path too; the few long pairs of
+        a short job; two-stage blocks that straddle an edge off centre, fewer than stride crossing)."""
         old = where(ports <= self.df_group, self.bw, self.bw * self.df_factor)
         chain = np.asarray(chain, dtype=bool)
         pairs = chain | (np.asarray(n, dtype=float) == 2.0)
