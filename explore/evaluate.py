@@ -27,6 +27,7 @@ from explore.model.plan import ParallelPlan, bubble_fraction, reason_details, ru
 from explore.model.reliability import goodput as goodput_model
 from explore.model.reliability import interruption_rates  # issue 11
 from explore.model.costs import network_bom  # issue 11
+from topologies import dragonfly
 from explore.scenario import Resolved, resolve
 from explore.model.step import step_model
 from explore.model.system import SystemSpec, build_system, hardware_invalid_code
@@ -196,12 +197,18 @@ STEP_FREE = ("datacenter.pue", "datacenter.electricity_usd_per_kwh", "datacenter
 """Inputs the step model does not read (economics and reliability): designs that differ only
 in these share one step-model evaluation (``cardinality.per_rows``; tested in test_cardinality)."""
 
+DRAGONFLY_RULE = ("system.scale_out.topology = dragonfly: the job needs more groups than the global ports "
+                  "join (groups > ceil(a h global_link_fraction) + 1)")
+"""A dragonfly whose endpoints fill more groups than one group's ceil(a h f) global ports can join,
+each to every other (Kim et al. 2008: g <= a h + 1), cannot be built (``topologies.dragonfly.counts``
+``feasible``; ``dragonfly_graph`` refuses it)."""
 # reasons found after the plan rules and the hardware limits (codes follow those tables)
 LATE_REASONS = ("optics: link budget does not close (margin < 0 dB)",
                 "does not fit in accelerator memory",
                 "reliability: interruptions outpace checkpoints (goodput <= 0)",
                 "system.accelerator.idle_power_w exceeds tdp_w; allowed: 0 <= idle_power_w <= tdp_w",
-                "numerical: a metric is not finite and positive; an input is outside the model's range")
+                "numerical: a metric is not finite and positive; an input is outside the model's range",
+                DRAGONFLY_RULE)
 PRECISION_RULE = "training.precision is not supported by the accelerator"
 
 
@@ -292,6 +299,17 @@ def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v,
         }
         if carbon_wanted:
             out.update(carbon(v, system, ec))   # issue 14: operational + embodied carbon per token
+    groups, max_groups = bom.get("dragonfly_groups"), bom.get("dragonfly_max_groups")
+    if groups is not None:  # a dragonfly whose global ports cannot join all its groups is not buildable
+        df_bad = valid & np.broadcast_to(groups > max_groups, (n,))
+        if df_bad.any():
+            code[df_bad] = late[DRAGONFLY_RULE]
+            valid = valid & ~df_bad
+            hw_bad = hw_bad | df_bad
+            if details:
+                notes.append((df_bad, _texts(df_bad, _dragonfly_text, bom["dragonfly_endpoints"], groups,
+                                             max_groups, system.switch_radix,
+                                             system.network.global_link_fraction)))
     margin = out.get("network_link_budget_margin_db")
     if margin is not None:  # an optical path that cannot close its link budget is not buildable
         optics_bad = valid & (margin < 0)
@@ -333,6 +351,28 @@ def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v,
     out["reason_details"] = details
     out["rule_bad"] = rule_bad
     return out
+
+
+def _dragonfly_text(endpoints, groups, max_groups, radix, fraction) -> str:
+    """The reason of a dragonfly with more groups than its global ports join, naming the design's
+    values and what to change (``topologies.dragonfly``: g <= ceil(a h f) + 1)."""
+    p, a, h = (int(x) for x in dragonfly.balanced(radix))
+    ports = int(max_groups) - 1                       # ceil(a h f): the fraction as the BOM rounded it
+    most = f"{int(max_groups)} groups ({int(max_groups) * p * a} endpoints)"
+    if groups - 1 <= a * h:
+        change = (f"system.scale_out.global_link_fraction > {(groups - 2) / (a * h):.6g} "
+                  f"(ceil(a h f) >= {int(groups) - 1} of the a h = {a * h} global ports per group), a switch "
+                  f"of higher radix, or fewer endpoints (at most {int(max_groups) * p * a})")
+    else:
+        change = (f"a switch of higher radix (even global_link_fraction = 1 joins at most a h + 1 = "
+                  f"{a * h + 1} groups, {(a * h + 1) * p * a} endpoints), or fewer endpoints "
+                  f"(at most {int(max_groups) * p * a})")
+    return (f"system.scale_out.topology = dragonfly: {int(endpoints)} endpoints (devices x nics_per_device "
+            f"x switch ports per NIC) need {int(groups)} groups of p a = {p * a} (radix {int(radix)}: p = {p}, "
+            f"a = {a}, h = {h}), but system.scale_out.global_link_fraction = {fraction:.6g} wires "
+            f"ceil(a h f) = {ports} of the {a * h} global ports per group, which join at most {most}; "
+            f"allowed: groups <= ceil(a h f) + 1: "
+            f"{change}")
 
 
 def _texts(mask: np.ndarray, text, *arrays) -> np.ndarray:

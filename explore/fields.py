@@ -352,7 +352,9 @@ SCHEMA: dict[str, dict[str, Field]] = {
                                           "and their optics scale with it, and a group-spanning pattern gets "
                                           "min(1, ceil(a h f) / (p a)) of the injection rate, halved by Valiant "
                                           "routing; topologies/dragonfly.py); 1 = balanced; OLCF Frontier: "
-                                          "292 / 512 = 0.5703125 (4 links to each of 73 other groups)"),
+                                          "292 / 512 = 0.5703125 (4 links to each of 73 other groups); a job "
+                                          "filling more than ceil(a h f) + 1 groups is invalid (the global "
+                                          "ports cannot join every pair of groups)"),
         "bandwidth_bps": Field("float", None, lo=0, lo_open=True, doc="per NIC per direction; default: the link's"),
         "latency_s": Field("float", None, lo=0, doc="default: the link's"),
     },

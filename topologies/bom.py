@@ -12,7 +12,9 @@ Counts per family (N = NIC endpoints, T tiers, o oversubscription):
   links (2 m), N/o leaf-spine links (30 m), N (T-2)/o spine-core links (100 m).
 * dragonfly (balanced for the switch radix, global links tapered by
   ``global_link_fraction`` f: g ceil(a h f) / 2 of them): ``topologies.dragonfly.counts``;
-  endpoint links 2 m, local 5 m, global 50 m.
+  endpoint links 2 m, local 5 m, global 50 m. The counts also carry the groups g and the most
+  the global ports can join, ceil(a h f) + 1: a design needing more is not buildable
+  (``explore.evaluate`` marks it invalid).
 * torus: devices * nics / 2 neighbour links (5 m), no switches.
 * ocs-torus: ``topologies.ocs.counts``; a fraction 1 - 1/c of links inside cubes
   (1.5 m), 1/c through one OCS (2 x 50 m fibre).
@@ -110,7 +112,11 @@ def link_classes(net: NetworkSpec, devices, su_size, nics_per_device, nic_bandwi
     return {"switches": switches, "switch_ports": np.where(switched, ft["switch_ports"], z),
             "tiers": np.where(switched, t, z), "ocs": n_ocs,
             "ocs_ports": np.where(otor, ends * frac_ocs, np.where(rec, ends, z)),
-            "nics": ends}, [s0, s1, s2]
+            "nics": ends,
+            # dragonfly: its endpoints, the groups they fill and the most its global ports can join
+            # (ceil(a h f) + 1); zero on the other families (explore.evaluate marks groups > max invalid)
+            "dragonfly_endpoints": np.where(dfl, ep, z), "dragonfly_groups": np.where(dfl, df["groups"], z),
+            "dragonfly_max_groups": np.where(dfl, df["max_groups"], z)}, [s0, s1, s2]
 
 
 def network_bom(net: NetworkSpec, devices, su_size, nics_per_device, nic_bandwidth_bps, switch_radix,

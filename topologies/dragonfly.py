@@ -20,6 +20,11 @@ the global links are the long optical (costly) ones. A group keeps its ``a`` rou
     global links = g G / 2;   groups g <= G + 1 (every pair of groups joined at least once)
     cross-group share = min(1, h_eff / p) = min(1, G / (p a))   (/2 with Valiant routing)
 
+A design whose endpoints fill more groups than G + 1 (``counts``: ``feasible``,
+``max_groups``) cannot be built: ``explore.evaluate`` marks it invalid
+(``DRAGONFLY_RULE``), and ``dragonfly_graph`` refuses it. Pipeline pairs that cross
+group edges share the group's G ports (``topologies.placement.Placement.dragonfly_pairs_bw``).
+
 i.e. the global bandwidth out of a group over its injection bandwidth (the cut
 around one group; ``tests/topologies/test_graphs_closed_forms.py`` checks it and the
 global bisection against networkx max-flow on tapered graphs). Kim et al. 2008

@@ -14,6 +14,10 @@ links; the ``outer`` domains it spans use the scale-out family:
 * dragonfly: full rate inside one group (p a endpoints), else
   ``dragonfly.cross_group_factor`` of it, min(1, h_eff / p) / 2 with the
   ``global_link_fraction`` f of the balanced global ports populated (h_eff = ceil(a h f) / a).
+  Pairs (a pipeline's chain, or groups of two) are placed as on the fat-tree's leaves: in one
+  group only if the whole job is, or (not a chain) whole blocks of 2 x stride fill a group; else
+  the pairs crossing a group edge, min(stride, group) of them, share the group's global ports
+  (``Placement.dragonfly_pairs_bw``).
 * torus, ocs-torus: a multi-dimensional ring collective over the dimensions
   the group occupies (``torus.group_dims``); along dimension i a rank has
   2 of its node's 2D ports (D active dimensions), shared by the s_i groups
@@ -166,7 +170,43 @@ class Placement:
             # under one rail leaf runs at full rate, whatever its stride
             pxn_local = np.ceil(span_devices / self.domain) <= self.leaf_down
             return self._by_family(self.bw / np.maximum(1.0, self.o_leaf * off_leaf), pxn_local, ports, p2p)
-        return self._by_family(where(leaf_local, self.bw, cross), in_leaf | rail_local, ports, p2p)
+        df = self.dragonfly_pairs_bw(stride, n, span_devices, ports, chain) if DRAGONFLY in self.families else None
+        return self._by_family(where(leaf_local, self.bw, cross), in_leaf | rail_local, ports, p2p, df)
+
+    def dragonfly_pairs_bw(self, stride, n, span_devices, ports, chain=False):
+        """Per-rank dragonfly rate of a group of ``n`` ranks ``stride`` apart (rings, chains; the
+        all-to-all: ``_by_family``). Groups other than pairs: full rate if their span fits a
+        dragonfly group (p a endpoints), else ``df_factor``.
+
+        Pairs (``n`` = 2, or ``chain``: every stage's rank i to i + stride) are chain-aware, as the
+        fat-tree's leaves: devices fill dragonfly groups of ``D = p a / min(nics, 1)`` in rank order,
+        so a pair keeps the full rate only if the whole job is in one group, or (not a chain) whole
+        blocks of 2 stride devices fill a group. Otherwise, at the worst group edge (a full group's or
+        the last, partly filled one's), min(stride, D) pairs cross it, at most as many as there are
+        devices on its other side: S streams out of a group and S into the next. Valiant routing
+        spreads each over the G = ceil(a h f) global ports of its source group and then over the links
+        into its destination group, so the busiest global link carries 2 S / G port rates and a
+        crossing pair gets min(1, G / (2 S)) of a port: min(1, df_factor D / S) of the device rate
+        (df_factor D = G / (2 min(nics, 1))). With S = D this is the all-crossing ``df_factor``.
+        tests/topologies/test_dragonfly_pairs.py checks it against an enumeration of rank positions and
+        Valiant loads on networkx dragonflies: exact for chains where a third group lets one group's
+        outgoing pairs and another's incoming ones meet on a link (stride <= devices - 2 D); low, never
+        high, elsewhere (two groups, where ``df_factor`` halves a direct path too; the few long pairs of
+        a short job; two-stage blocks that straddle an edge off centre, fewer than stride crossing)."""
+        old = where(ports <= self.df_group, self.bw, self.bw * self.df_factor)
+        chain = np.asarray(chain, dtype=bool)
+        pairs = chain | (np.asarray(n, dtype=float) == 2.0)
+        if not np.any(pairs):
+            return old
+        stride = np.asarray(stride, dtype=float)
+        group = self.df_group / np.minimum(self.nics, 1.0)
+        whole_blocks = ~indivisible(group, np.maximum(span_devices, 1.0))
+        local = (self.devices <= group) | (~chain & (span_devices <= group) & whole_blocks)
+        full, last, others_full, others_last = self._leaves(group)
+        streams = np.maximum(where(full, np.minimum(np.minimum(stride, group), others_full), 0.0),
+                             np.minimum(np.minimum(stride, last), others_last))
+        cross = self.bw * np.minimum(1.0, self.df_factor * group / np.maximum(streams, 1.0))
+        return where(pairs, where(local, self.bw, cross), old)
 
     def _leaves(self, leaf_devices):
         """Whether the job fills a leaf (more than one leaf), the last leaf's devices ``m`` (all of a
@@ -177,15 +217,19 @@ class Placement:
         full = leaves > 1.0
         return full, last, np.maximum(self.devices - leaf_devices, 0.0), self.devices - last
 
-    def _by_family(self, ft, rail_ok, ports, p2p):
+    def _by_family(self, ft, rail_ok, ports, p2p, df=None):
         """Per-family rate from the fat-tree's ``ft``: rail-optimized at full rate where ``rail_ok``,
-        dragonfly by its group, OCS circuits by the plan's ports, tori (handled elsewhere) at 1/o."""
+        dragonfly by its group (``df``: the rate ``dragonfly_pairs_bw`` gave), OCS circuits by the
+        plan's ports, tori (handled elsewhere) at 1/o."""
         f = self.f
         fams = self.families
         if fams == {FAT_TREE}:                     # the common case: one family, one expression
             return ft
         rail = where(rail_ok, self.bw, ft) if RAIL in fams else ft
-        df = where(ports <= self.df_group, self.bw, self.bw * self.df_factor) if DRAGONFLY in fams else ft
+        if DRAGONFLY not in fams:
+            df = ft
+        elif df is None:
+            df = where(ports <= self.df_group, self.bw, self.bw * self.df_factor)
         ocs = self.reconf_pp_bw if p2p else self.reconf_dp_bw
         return np.select([f == FAT_TREE, f == RAIL, f == DRAGONFLY, f == OCS_RECONF], [ft, rail, df, ocs],
                          self.bw / self.o)

@@ -144,11 +144,21 @@ def dragonfly_scenarios(draw):
                            {"topology": "dragonfly", "link": "ib-hdr-200", "global_link_fraction": np.array([1.0, 0.5])}))
 def test_fewer_global_links_never_speed_a_step_nor_cost_more(sc):
     """Dragonfly: a smaller ``global_link_fraction`` (fewer global links per group) never shortens
-    a step and never adds capex or power (the global links' optics are all it removes); it never
-    decides whether a design is valid."""
+    a step and never adds capex or power (the global links' optics are all it removes). It never
+    makes a design valid, and makes one invalid only where its groups outnumber what the fewer
+    global ports can join: ceil(N / 512) > ceil(512 f) + 1 for N = devices x NICs endpoints on
+    64-port switches (p a = a h = 512; 400 Gb/s NICs on 400 Gb/s ports)."""
     ds = explore.evaluate(sc)
-    assert ds["valid"].values[0] == ds["valid"].values[1]
-    if not bool(ds["valid"].values[0]):
+    valid = ds["valid"].values
+    assert valid[1] <= valid[0]
+    if valid[0] and not valid[1]:
+        so = sc["system"]["scale_out"]
+        groups = np.ceil(sc["system"]["devices"] * so["nics_per_device"] / 512)
+        assert groups > np.ceil(512 * so["global_link_fraction"][1]) + 1
+        assert groups <= np.ceil(512 * so["global_link_fraction"][0]) + 1
+        assert ds["reason"].values[1].startswith("system.scale_out.topology = dragonfly:")
+        return
+    if not bool(valid[0]):
         return
     a, b = ds["step_time_s"].values.astype(float)
     assert b >= a * (1 - 1e-12), (a, b)

@@ -1,0 +1,186 @@
+"""Pipeline pairs on a dragonfly: which pairs cross a group edge, and the global-link load they make.
+
+Devices fill dragonfly groups of p a terminal ports in rank order (below one NIC per device, 1 / nics
+devices share a port). A pipeline's stage pairs are rank i to i + stride: as a chain (more than two
+stages, or interleaved chunks) every stage sends at once, so the pairs at every group edge cross it;
+as pairs of a two-stage pipeline (blocks of 2 stride ranks) only blocks that straddle an edge do. The
+model (``Placement.dragonfly_pairs_bw``) once gave any pair whose 2 x stride fitted a group the full
+rate, even where its pairs cross a group edge.
+
+The truth here is independent of the closed form: every flow of the pattern is enumerated on a
+networkx dragonfly (``dragonfly_graph``, tapered or not), routed by Valiant (over all the global ports
+of its source group, then over the links from that intermediate group into its destination group;
+directly when the port leads to the destination), and each directed global link shares its port rate
+over the flows crossing it in proportion to their fractions. A flow gets the smallest 1 / load of the
+links it uses; the pattern's rate is its worst flow's.
+"""
+from collections import defaultdict
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from topologies import dragonfly
+from topologies.network import DRAGONFLY
+from topologies.placement import Placement
+
+P, A, H = 2, 4, 2                        # a radix-7 balanced dragonfly: groups of 8 ports, a h = 8 global
+
+
+def _worst_share(f, groups, nics, flows):
+    """(worst crossing flow's share of its device rate, most pairs leaving one group) on the
+    networkx dragonfly of ``groups`` groups, ``f`` of the global ports; 1 and 0 when no flow crosses."""
+    g = dragonfly.dragonfly_graph(P, A, H, groups=groups, global_link_fraction=f)
+    per_port = round(1 / min(nics, 1.0))
+    D = P * A * per_port                               # devices per dragonfly group
+    w = min(nics, 1.0)                                 # a device's flow in port rates
+    links = defaultdict(list)                          # (group, group) -> directed global links
+    for u, v, d in g.edges(data=True):
+        if d["link"] == "global":
+            gu, gv = g.nodes[u]["group"], g.nodes[v]["group"]
+            links[(gu, gv)].append((u, v))
+            links[(gv, gu)].append((v, u))
+    out = {i: [e for (x, _), es in links.items() if x == i for e in es] for i in range(groups)}
+    load, used = defaultdict(float), []
+    leaving = defaultdict(int)
+    for s, t in flows:
+        gs, gt = s // D, t // D
+        if gs == gt:
+            continue
+        leaving[gs] += 1                               # pairs that leave the source's group
+        mine = []
+        for u, v in out[gs]:                           # Valiant: first hop over every global port
+            load[(u, v)] += w / len(out[gs])
+            mine.append((u, v))
+            j = g.nodes[v]["group"]
+            if j != gt:                                # then over the links into the destination group
+                for e in links[(j, gt)]:
+                    load[e] += w / len(out[gs]) / len(links[(j, gt)])
+                    mine.append(e)
+        used.append(mine)
+    if not used:
+        return 1.0, 0
+    return min(min(1.0, 1.0 / max(load[e] for e in m)) for m in used), max(leaving.values())
+
+
+def _chain(devices, stride, stages=None, wrap=False):
+    """Every stage's rank i to i + stride (and with interleaved chunks the last stage back to the first)."""
+    flows = [(i, i + stride) for i in range(devices - stride)]
+    if wrap:
+        flows += [(i + (stages - 1) * stride, i) for i in range(devices) if (i // stride) % stages == 0]
+    return flows
+
+
+def _pairs(devices, stride):
+    """A two-stage pipeline: rank i to i + stride within each block of 2 stride ranks."""
+    return [(i, i + stride) for i in range(devices - stride) if (i // stride) % 2 == 0]
+
+
+def _placement(f, nics, devices):
+    net = SimpleNamespace(family=np.array(DRAGONFLY), torus_dims=(np.array(1.0),), reconfigs_per_step=0.0,
+                          ocs_reconfig_s=0.0, global_link_fraction=f)
+    radix = 4 * P - 1                                  # balanced(7) = (2, 4, 2)
+    assert tuple(map(float, dragonfly.balanced(radix))) == (P, A, H)
+    return Placement(net, 1.0, nics, 0.0, nics, 1.0, 1.0, 1.0, float(radix), float(devices))
+
+
+def _model(f, nics, devices, stride, chain):
+    place = _placement(f, nics, devices)
+    share = float(place.switched_bw(float(stride), 2.0, p2p=True, chain=chain)) / float(place.bw)
+    return share
+
+
+# (global_link_fraction, groups, NICs per device): every group count the builder can wire evenly
+CASES = [(1.0, 3, 1.0), (1.0, 5, 1.0), (1.0, 9, 1.0), (0.5, 3, 1.0), (0.5, 5, 1.0), (0.25, 3, 1.0),
+         (0.5, 3, 0.5), (0.25, 3, 0.5), (1.0, 5, 2.0)]
+
+
+@pytest.mark.parametrize("f,groups,nics", CASES)
+def test_chain_crossing_and_global_load_against_networkx(f, groups, nics):
+    """Chains of every stride on every job size of whole groups: the model keeps the full rate exactly
+    where no pair crosses a group edge (the whole job in one group), charges the pairs crossing the
+    worst edge, min(stride, D) (the enumeration's count while the job has that many pairs), and its
+    rate min(1, G / (2 S)) of a port
+    equals the Valiant worst flow's wherever a third group lets one group's outgoing and another's
+    incoming pairs meet on a link (stride <= devices - 2 D); elsewhere (the few long pairs of a
+    short job, one source group and one destination) it is low, never high."""
+    D = P * A / min(nics, 1.0)
+    devices = int(groups * D)
+    exact = 0
+    for stride in range(1, devices):
+        truth, crossing = _worst_share(f, groups, nics, _chain(devices, stride))
+        got = _model(f, nics, devices, stride, chain=True)
+        assert crossing == min(stride, D, devices - stride)   # the pairs at the worst edge (as many as exist)
+        if stride <= devices - 2 * D:
+            assert got == pytest.approx(truth, rel=1e-12), (stride, got, truth)
+            exact += 1
+        else:
+            assert got <= truth + 1e-12, (stride, got, truth)
+    assert exact >= devices - 2 * D - 1
+    # the defect this replaces: 2 x stride inside a group was the full rate
+    small = int(D // 2)
+    truth, crossing = _worst_share(f, groups, nics, _chain(devices, small))
+    assert crossing == small and _model(f, nics, devices, small, chain=True) == pytest.approx(truth)
+
+
+def test_chain_inside_one_group_keeps_the_full_rate():
+    """A job inside one dragonfly group (16 devices at 0.5 NIC per device) crosses no global link."""
+    for stride in range(1, 16):
+        assert _worst_share(0.5, 2, 0.5, [(i, i + stride) for i in range(16 - stride)])[1] == 0
+        assert _model(0.5, 0.5, 16, stride, chain=True) == 1.0
+
+
+@pytest.mark.parametrize("f,groups,nics", [(1.0, 9, 1.0), (0.5, 5, 1.0), (0.25, 3, 0.5)])
+@pytest.mark.parametrize("stages", [2, 4, 8])
+def test_interleaved_chain_wrap_never_faster_than_networkx(f, groups, nics, stages):
+    """With interleaved chunks the last stage also sends back to the first: the model's rate stays at or
+    below the enumeration's (the wrap-round adds at most one pair per device), exact at the strides
+    whose pipelines span the job's three or more groups."""
+    devices = int(groups * P * A / min(nics, 1.0))
+    if devices % stages:
+        pytest.skip("stages must divide the devices")
+    stride = devices // stages
+    truth, _ = _worst_share(f, groups, nics, _chain(devices, stride, stages, wrap=True))
+    got = _model(f, nics, devices, stride, chain=True)
+    assert got <= truth + 1e-12
+    assert got >= truth / 2 - 1e-12
+
+
+@pytest.mark.parametrize("f,groups,nics", CASES)
+def test_two_stage_pairs_against_networkx(f, groups, nics):
+    """Pairs of a two-stage pipeline (blocks of 2 stride ranks): full rate exactly where no block
+    straddles a group edge (a group holds whole blocks, or the job is one group). A straddling layout
+    is charged min(stride, D) pairs at its worst edge, an upper bound on the enumeration's count (an
+    edge cuts a block at its offset r, min(r, 2 stride - r) pairs cross): never faster than the
+    enumeration, and exact where stride is a multiple of D and a third group lets the loads meet."""
+    D = P * A / min(nics, 1.0)
+    devices = int(groups * D)
+    for stride in range(1, devices // 2 + 1):
+        if devices % (2 * stride):
+            continue
+        truth, crossing = _worst_share(f, groups, nics, _pairs(devices, stride))
+        got = _model(f, nics, devices, stride, chain=False)
+        if crossing == 0:
+            assert got == 1.0, stride
+            continue
+        assert crossing <= min(stride, D)
+        assert got <= truth + 1e-12, (stride, got, truth)
+        if stride % D == 0 and devices >= 2 * stride + 2 * D:
+            assert got == pytest.approx(truth, rel=1e-12), (stride, got, truth)
+
+
+def test_defect_example_on_a_radix_64_dragonfly():
+    """The case that was wrong, at full size: 64-port switches (groups of 512 ports, 1,024 devices at 0.5
+    NIC per device), a pipeline chain 384 apart on 4,096 devices (2 x 384 <= 1,024: it was the full
+    rate). At f = 0.05 (26 global ports a group) the 384 pairs crossing each group edge, half a port
+    each, load Valiant's busiest global link 2 x 384 x 0.5 / 26 times over: 26 / 384 of the device rate."""
+    net = SimpleNamespace(family=np.array(DRAGONFLY), torus_dims=(np.array(1.0),), reconfigs_per_step=0.0,
+                          ocs_reconfig_s=0.0, global_link_fraction=0.05)
+    place = Placement(net, 8.0, 0.5, 0.0, 0.5, 1.0, 1.0, 1.0, 64.0, 4096.0)
+    share = float(place.switched_bw(384.0, 2.0, p2p=True, chain=True)) / float(place.bw)
+    assert share == pytest.approx(26 / (2 * 384 * 0.5))
+    # a broadcast over designs: chains and rings of two, inside and across groups, in one call
+    got = place.switched_bw(np.array([384.0, 384.0, 256.0, 1024.0]), 2.0, p2p=True,
+                            chain=np.array([True, False, False, True])) / place.bw
+    # 2 x 384 = 768 does not divide a group of 1,024: blocks straddle, 384 pairs cross; 2 x 256 does
+    assert got.tolist() == pytest.approx([26 / 384, 26 / 384, 1.0, 26 / 1024])
