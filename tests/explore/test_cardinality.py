@@ -27,6 +27,22 @@ def test_unique_rows_match_numpy_unique():
         assert np.array_equal(np.asarray(c)[rows.index][rows.inverse], np.asarray(c))
 
 
+def test_unique_rows_number_the_distinct_rows_in_order_of_their_first_rows():
+    """Each distinct row is represented by its first row, labels in order of those first rows
+    (numpy's row-wise unique gives the first rows, return_index), with and without the hashed relabel."""
+    rng = np.random.default_rng(7)
+    n = 6000
+    for cols in ([rng.choice([1, 2, 4, 8], n), rng.choice(["a", "bb", "c"], n)],
+                 [rng.integers(0, 40, n), rng.integers(0, 40, n) * 1000.5, rng.integers(0, 30, n), rng.random(n) < 0.3]):
+        rows = card.UniqueRows(cols, n)
+        table = np.rec.fromarrays([np.asarray(c).astype(str) for c in cols])
+        _, first = np.unique(table, return_index=True)
+        assert np.array_equal(rows.index, np.sort(first))
+        assert np.array_equal(rows.inverse[rows.index], np.arange(rows.k))
+        seen = np.maximum.accumulate(rows.inverse)      # a new row only ever takes the next label
+        assert np.all(np.diff(seen) <= 1) and seen[0] == 0
+
+
 def test_unique_rows_give_up_on_distinct_batches():
     n = 1000
     rows = card.UniqueRows([np.arange(n) * 1.5, np.arange(n) % 7], n)
