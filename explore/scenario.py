@@ -301,12 +301,13 @@ def resolve(scenario: dict) -> Resolved:
         raise ScenarioError(f"arrays must share one length: {items[0][0]} has {items[0][1]}, "
                             f"{items[-1][0]} has {items[-1][1]}")
     n = ns.pop() if ns else 1
-    for k, v in values.items():
-        if len(v) == 1 and n > 1:
-            values[k] = np.broadcast_to(v, (n,))
+    # cross-field rules on the columns as given (a constant compared once, not n times)
     _check_model_consistency(values)  # issue 11: MoE fields that contradict each other
     _check_model(values)
     _check_loss_kernel(values)
+    for k, v in values.items():
+        if len(v) == 1 and n > 1:
+            values[k] = np.broadcast_to(v, (n,))
     name = scenario.get("name", "")
     if not isinstance(name, str):
         raise ScenarioError(f"name: value {name!r} must be a string")
@@ -375,14 +376,14 @@ def _extra_given(table: dict) -> bool:
 
 def _check_model_consistency(values: dict) -> None:
     """Cross-field model rules that no design can satisfy (issue 11): raise naming field, value, allowed."""
-    e, k = values["model.experts"], values["model.top_k"]
+    e, k = np.broadcast_arrays(values["model.experts"], values["model.top_k"])
     moe = e > 1
     bad = moe & (k > e)
     if bad.any():
         i = int(np.argmax(bad))
         raise ScenarioError(f"model.top_k: value {int(k[i])} is out of range; allowed: "
                             f"1 ... model.experts ({int(e[i])})")
-    dl, L = values["model.dense_layers"], values["model.layers"]
+    dl, L = np.broadcast_arrays(values["model.dense_layers"], values["model.layers"])
     bad = dl >= L
     if bad.any():
         i = int(np.argmax(bad))
