@@ -268,6 +268,13 @@ class UniqueRows:
         a = np.asarray(a)
         return a if is_constant(a) or self.inverse is None else np.take(a, self.index, axis=0)
 
+    def at(self, idx) -> "UniqueRows | None":
+        """The distinct rows among the rows ``idx`` of the batch (the same partition, restricted);
+        None when there is nothing to share."""
+        if self.inverse is None:
+            return None
+        return UniqueRows([np.take(self.inverse, idx)], len(idx))
+
     def gather(self, a):
         """A term evaluated on the distinct rows, back at the batch's rows (constants stay)."""
         a = np.asarray(a)

@@ -312,3 +312,47 @@ def test_layer_compute_shared_over_distinct_inputs_equals_unshared(monkeypatch):
     assert np.isfinite(shared["step_time_s"].values).sum() > 50
     for k in ("step_time_s", "time_s_compute", "time_s_tp_comm"):
         np.testing.assert_array_equal(shared[k].values, unshared[k].values)
+
+
+@pytest.mark.parametrize("keep_invalid", [False, True])
+def test_designs_timed_after_their_validity_equal_one_at_a_time(monkeypatch, keep_invalid):
+    """explore.evaluate checks validity first (plan rules, memory, link budget, goodput) and runs the
+    step time only for the designs it returns (``_metrics``'s ``at``): a batch where most designs do
+    not fit in memory or break a plan rule gives each design what its own evaluation gives (a
+    single design is timed whole), and the step model saw fewer designs than the batch holds."""
+    import importlib
+    ev = importlib.import_module("explore.evaluate")
+    rng = np.random.default_rng(12)
+    n = 40
+    sc = copy.deepcopy(BASE)
+    tp, pp = rng.choice([1, 2, 8], n), rng.choice([1, 8, 16, 32], n)
+    dp = rng.choice([1, 4, 8], n)
+    sc["parallelism"].update(tp=tp, pp=pp, dp=dp, zero=rng.integers(0, 4, n),
+                             microbatch=rng.choice([1, 2], n), recompute=rng.choice(["none", "full"], n))
+    sc["training"]["global_batch"] = dp * rng.choice([8, 15, 16], n)   # 15: a plan rule breaks at microbatch 2
+    sc["system"]["devices"] = tp * pp * dp
+    seen = []
+    step_model = ev.step_model
+    monkeypatch.setattr(ev, "step_model", lambda *a, **k: seen.append(np.size(a[1].tp)) or step_model(*a, **k))
+    full = explore.evaluate(sc, keep_invalid=keep_invalid)
+    reason = full["reason"].values
+    no_fit = reason == "does not fit in accelerator memory"
+    rule = reason == "training.global_batch must be divisible by dp*microbatch"
+    assert full["valid"].values.sum() >= 5 and no_fit.sum() >= 5 and rule.sum() >= 5
+    assert (rule | no_fit).sum() == (~full["valid"].values).sum()
+    returned = full["valid"].values if not keep_invalid else ~rule
+    assert seen == [returned.sum() + 1]       # timed: the designs returned and one more (the NaN slot)
+    for i in range(n):
+        one = copy.deepcopy(sc)
+        for t, k in (("parallelism", "tp"), ("parallelism", "pp"), ("parallelism", "dp"), ("parallelism", "zero"),
+                     ("parallelism", "microbatch"), ("parallelism", "recompute"), ("training", "global_batch"),
+                     ("system", "devices")):
+            one[t][k] = one[t][k][i].item()
+        single = explore.evaluate(one, keep_invalid=keep_invalid)
+        assert single["step_time_s"].size == 1
+        for k in full.data_vars:
+            a, b = full[k].values[i], single[k].values[0]
+            if np.asarray(a).dtype.kind == "f":
+                assert (np.isnan(a) and np.isnan(b)) or a == b, (i, k, a, b)
+            else:
+                assert a == b, (i, k, a, b)
