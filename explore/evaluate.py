@@ -126,7 +126,8 @@ def evaluate_resolved(r: Resolved, calibration: cal.Calibration = cal.DEFAULT, *
     ``metrics``: the names to return (None: all)."""
     r = Resolved(r.n, {k: fit(a, r.n) for k, a in r.values.items()}, r.name)  # constants: length 1
     share = r.n > 1 and sharing_allowed(calibration)
-    rows = UniqueRows([a for k, a in r.values.items() if k not in STEP_FREE], r.n) if share else None
+    rows = (UniqueRows([a for k, a in r.values.items() if k not in STEP_FREE], r.n, most=WORTH_GATHERING * r.n)
+            if share else None)       # (more distinct rows than that: not worth sharing, not labelled)
     # designs repeated in every input (the step model's and constant economics): the whole model
     # runs once per distinct design and each returned metric is gathered back once, in _assemble
     whole = (rows is not None and rows.inverse is not None and rows.k <= WORTH_GATHERING * r.n

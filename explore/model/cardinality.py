@@ -210,14 +210,19 @@ class UniqueRows:
     key so far is relabelled to its distinct values by hashing (``pandas.factorize``, linear
     time), so the key space stays at most the distinct rows so far times the next column's
     values; before a column would widen it so, the key so far is relabelled to the keys present
-    (through the dense table). Each distinct combination is represented by its first row, and numbered in the order of
-    first rows (``index`` ascends). When every row is distinct, ``inverse`` is None and
-    ``k == n``; with every column constant, ``k == 1`` and ``inverse`` is None as well."""
+    (through the dense table). Each distinct combination is represented by its first row, and
+    numbered in the order of first rows (``index`` ascends). When every row is distinct,
+    ``inverse`` is None and ``k == n``; with every column constant, ``k == 1`` and ``inverse``
+    is None as well. ``most``: once more than ``most`` rows are found distinct (a key so far
+    already has that many values, and further columns only split them), the rows are left
+    unshared as if every row were distinct, the remaining columns unread."""
 
-    def __init__(self, columns, n: int):
+    def __init__(self, columns, n: int, most: float | None = None):
         key = np.zeros(1, dtype=np.int64)
         radix = 1
         self.n = n
+        most = n if most is None else most
+        unshared = False         # every row distinct already, or more than ``most`` distinct
         columns = [np.asarray(c) for c in columns]
         columns = [c for c in columns if not is_constant(c)]
         columns.sort(key=lambda c: c.dtype.kind not in "biuf")    # cheap numeric codes first
@@ -231,6 +236,9 @@ class UniqueRows:
                 m = int(used.sum())
             if radix > 1 and radix * m > DENSE * n:           # relabel the key so far to the keys present
                 key, radix = _dense_labels(key, radix)
+                unshared = radix == n or radix > most
+                if unshared:
+                    break
             key = key * m + code
             radix *= m
             if radix > DENSE * n:                              # still too wide: relabel by hashing
@@ -238,9 +246,12 @@ class UniqueRows:
                 key, uniq = pd.factorize(key)
                 key = key.astype(np.int64, copy=False)
                 radix = len(uniq)
-                if radix == n:                                 # every row distinct already
-                    self.index, self.inverse = np.arange(n), None
-                    return
+                unshared = radix == n or radix > most
+                if unshared:
+                    break
+        if unshared:
+            self.index, self.inverse = np.arange(n), None
+            return
         if key.size == 1:
             self.index = np.zeros(1, dtype=np.intp)
             self.inverse = None
