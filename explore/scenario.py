@@ -13,6 +13,7 @@ a flat ``{"table.field": array(n)}`` mapping with every default filled in.
 from __future__ import annotations
 
 import difflib
+import functools
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -125,6 +126,24 @@ def _bad(name, value, f: Field, why: str = "") -> ScenarioError:
 
 
 def _coerce(name: str, value, f: Field) -> np.ndarray:
+    if isinstance(value, (bool, int, float, str)) and f.kind != "id":
+        # one value (a file's or a default): checked once per (field, value, type) and shared, read-only
+        # (not catalog ids, whose allowed values are the catalog's current ones)
+        try:
+            return _coerce_scalar(name, value, f)
+        except TypeError:             # a field whose spec does not hash: checked as any value
+            pass
+    return _coerce_any(name, value, f)
+
+
+@functools.lru_cache(maxsize=4096, typed=True)
+def _coerce_scalar(name: str, value, f: Field) -> np.ndarray:
+    arr = _coerce_any(name, value, f)
+    arr.flags.writeable = False
+    return arr
+
+
+def _coerce_any(name: str, value, f: Field) -> np.ndarray:
     arr = _as_array(name, value, f)
     if f.kind in ("choice", "id"):
         if arr.dtype.kind not in "UO" or (arr.dtype.kind == "O" and not all(

@@ -200,6 +200,18 @@ def _dense_labels(key: np.ndarray, radix: int) -> tuple[np.ndarray, int]:
     return label[key], int(label[-1]) + 1
 
 
+def _determined(key: np.ndarray, radix: int, code: np.ndarray) -> bool:
+    """Whether ``code`` takes one value per value of ``key`` (integers below ``radix``)."""
+    rep = np.empty(radix, dtype=code.dtype)
+    rep[key] = code
+    return bool(np.array_equal(rep[key], code))
+
+
+SMALL = 16
+"""Codes of a column with at most this many values are used as they are (values absent from the
+column only widen the key a little); a wider column is first relabelled to the values present."""
+
+
 class UniqueRows:
     """Distinct rows of columns of a flat batch of ``n``: ``index`` (one row of each distinct
     combination, ``k`` of them) and ``inverse`` (row -> distinct combination).
@@ -215,7 +227,9 @@ class UniqueRows:
     ``inverse`` is None and ``k == n``; with every column constant, ``k == 1`` and ``inverse``
     is None as well. ``most``: once more than ``most`` rows are found distinct (a key so far
     already has that many values, and further columns only split them), the rows are left
-    unshared as if every row were distinct, the remaining columns unread."""
+    unshared as if every row were distinct, the remaining columns unread. A column that would widen
+    a relabelled key beyond the dense table is first checked for being a function of the key (one
+    value per key value, as ``devices = tp pp dp``): then it adds no rows and is skipped."""
 
     def __init__(self, columns, n: int, most: float | None = None):
         key = np.zeros(1, dtype=np.int64)
@@ -230,15 +244,18 @@ class UniqueRows:
             code, m = codes(c)
             if m == 1:
                 continue
-            used = np.bincount(code, minlength=m) > 0          # relabel to the values present
-            if not used.all():
-                code = (np.cumsum(used) - 1)[code]
-                m = int(used.sum())
+            if m > SMALL:
+                used = np.bincount(code, minlength=m) > 0      # relabel to the values present
+                if not used.all():
+                    code = (np.cumsum(used) - 1)[code]
+                    m = int(used.sum())
             if radix > 1 and radix * m > DENSE * n:           # relabel the key so far to the keys present
                 key, radix = _dense_labels(key, radix)
                 unshared = radix == n or radix > most
                 if unshared:
                     break
+                if radix * m > DENSE * n and _determined(key, radix, code):
+                    continue       # a function of the columns so far (devices = tp pp dp ...): no new rows
             key = key * m + code
             radix *= m
             if radix > DENSE * n:                              # still too wide: relabel by hashing

@@ -43,6 +43,22 @@ def test_unique_rows_number_the_distinct_rows_in_order_of_their_first_rows():
         assert np.all(np.diff(seen) <= 1) and seen[0] == 0
 
 
+def test_unique_rows_leave_batches_of_more_than_most_distinct_rows_unshared():
+    """``most``: rows with more distinct values than that are left unshared (as all-distinct); at or
+    below it the partition is numpy's row-wise unique, with dependent columns (one value per value of
+    the columns before them) skipped without changing it."""
+    rng = np.random.default_rng(9)
+    n = 6000
+    a, b = rng.integers(0, 60, n), rng.integers(0, 90, n)       # ~3,600 distinct pairs of 5,400 possible
+    cols = [a, b, a * 1000 + b, rng.choice(["x", "y"], n)]      # a*1000+b: a function of (a, b)
+    want = len(np.unique(np.column_stack([a, b, cols[3] == "x"]), axis=0))
+    rows = card.UniqueRows(cols, n)
+    assert rows.k == want and rows.inverse is not None
+    assert card.UniqueRows(cols, n, most=want).k == want          # at most: shared
+    unshared = card.UniqueRows(cols, n, most=0.5 * want)
+    assert unshared.inverse is None and unshared.k == n
+
+
 def test_unique_rows_give_up_on_distinct_batches():
     n = 1000
     rows = card.UniqueRows([np.arange(n) * 1.5, np.arange(n) % 7], n)
