@@ -13,6 +13,7 @@ designs whose metrics are returned (``_metrics``). Units parse with ``explore.un
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 
@@ -32,7 +33,7 @@ from explore.model.costs import network_bom  # issue 11
 from topologies import dragonfly
 from explore.scenario import Resolved, resolve
 from explore.model.step import memory_model, step_model
-from explore.model.system import SystemSpec, build_system, hardware_invalid_code
+from explore.model.system import SystemSpec, build_system, hardware_invalid_code, sub_domain_networks
 from hwmodels import package as hw_package
 from explore.model.workload import ModelSpec, active_params, model_flops_per_token, total_params
 from explore.model.precision import Recipe  # issue 11
@@ -136,7 +137,7 @@ def evaluate_resolved(r: Resolved, calibration: cal.Calibration = cal.DEFAULT, *
     v = d.values
     model = ModelSpec.from_resolved(d)
     plan = ParallelPlan.from_resolved(d)
-    system = build_system(d)
+    system = build_system(d, sub_domains=False)     # _metrics adds them for the designs it times
     flash = fit(np.asarray(v["training.flash_attention"], bool), d.n)
     recipe = Recipe.from_resolved(d, system)  # issue 11: precision recipe
     keep = None if metrics is None else frozenset(metrics) | {"valid", "reason"}
@@ -318,6 +319,9 @@ def _metrics(model: ModelSpec, plan: ParallelPlan, system: SystemSpec, flash, v,
         flash, mem, bom, v, rates, rate_total, n_params, gp_c, tau, delta, mtbi = _at(
             (flash, mem, bom, v, rates, rate_total, n_params, gp_c, tau, delta, mtbi), at)
         rows = rows.at(at) if rows is not None else None
+    # the splits of the scale-up domain (torus and OCS families), which only the step's Fabric reads
+    system = dataclasses.replace(system, sub_domains=sub_domain_networks(
+        Resolved(n if at is None else at.size, v), system.network))
     with np.errstate(divide="ignore", invalid="ignore"):
         parts = tuple(mem)
         st = per_rows(lambda *a: step_model(*a[:4], c, a[4], memory=dict(zip(parts, a[5:]))),
