@@ -18,6 +18,7 @@ import functools
 import os
 
 import numpy as np
+import pandas as pd
 from hwmodels.select import where
 import xarray as xr
 
@@ -530,10 +531,25 @@ def _assemble(out: dict, r: Resolved, reason_codes: bool = False, coords: dict |
         # numeric arrays: xarray's checks would keep them as they are (fastpath: no checks)
         data[k] = xr.Variable(("design",), a, attrs,
                               fastpath=a.dtype.kind == "O" or (type(a) is np.ndarray and a.dtype.kind in "fiub"))
-    # input coordinates (``coords``) go in with the data: one merge instead of a second one
-    ds = xr.Dataset(data, coords={"design": np.arange(n), **(coords or {})})
+    ds = _dataset(data, coords or {}, n)
     ds.attrs["scenario_name"] = r.name
     return ds
+
+
+def _dataset(data: dict, coords: dict, n: int) -> xr.Dataset:
+    """``xr.Dataset(data, coords={"design": np.arange(n), **coords})`` (``coords``: name ->
+    (dims, values, attrs)), built from its variables directly: the data variables and the input
+    coordinates are consistent by construction (every variable along ``design`` of length ``n``, or
+    a scalar), which xarray's constructor would check and merge one by one (~3 ms of a 100,000-design
+    call for ~190 variables; ``tests/explore/test_results_contract.py`` checks the result is identical)."""
+    from xarray.indexes import PandasIndex
+    index = PandasIndex(pd.Index(np.arange(n), name="design"), "design")
+    variables = dict(data)
+    variables.update(index.create_variables())
+    for k, (dims, val, attrs) in coords.items():
+        variables[k] = xr.Variable(dims, np.asarray(val), attrs, fastpath=True)
+    return xr.Dataset._construct_direct(variables, {"design", *coords}, dims={"design": n},
+                                        indexes={"design": index})
 
 
 def to_json_dict(ds: xr.Dataset, i: int = 0) -> dict:
