@@ -403,7 +403,11 @@ def _at(items, idx):
     if isinstance(items, tuple):
         return tuple(_at(a, idx) for a in items)
     a = np.asarray(items)
-    return items if is_constant(a) else np.take(a, idx, axis=0)
+    if a.ndim == 0 or a.shape[0] == 1:
+        return items
+    if a.ndim == 1 and a.strides[0] == 0:          # one value broadcast over the designs
+        return a[:1]
+    return np.take(a, idx, axis=0)
 
 
 def _scatter(mask_at, at, n):
