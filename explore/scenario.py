@@ -13,6 +13,7 @@ a flat ``{"table.field": array(n)}`` mapping with every default filled in.
 from __future__ import annotations
 
 import difflib
+import functools
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -125,6 +126,24 @@ def _bad(name, value, f: Field, why: str = "") -> ScenarioError:
 
 
 def _coerce(name: str, value, f: Field) -> np.ndarray:
+    if isinstance(value, (bool, int, float, str)) and f.kind != "id":
+        # one value (a file's or a default): checked once per (field, value, type) and shared, read-only
+        # (not catalog ids, whose allowed values are the catalog's current ones)
+        try:
+            return _coerce_scalar(name, value, f)
+        except TypeError:             # a field whose spec does not hash: checked as any value
+            pass
+    return _coerce_any(name, value, f)
+
+
+@functools.lru_cache(maxsize=4096, typed=True)
+def _coerce_scalar(name: str, value, f: Field) -> np.ndarray:
+    arr = _coerce_any(name, value, f)
+    arr.flags.writeable = False
+    return arr
+
+
+def _coerce_any(name: str, value, f: Field) -> np.ndarray:
     arr = _as_array(name, value, f)
     if f.kind in ("choice", "id"):
         if arr.dtype.kind not in "UO" or (arr.dtype.kind == "O" and not all(
@@ -301,12 +320,13 @@ def resolve(scenario: dict) -> Resolved:
         raise ScenarioError(f"arrays must share one length: {items[0][0]} has {items[0][1]}, "
                             f"{items[-1][0]} has {items[-1][1]}")
     n = ns.pop() if ns else 1
-    for k, v in values.items():
-        if len(v) == 1 and n > 1:
-            values[k] = np.broadcast_to(v, (n,))
+    # cross-field rules on the columns as given (a constant compared once, not n times)
     _check_model_consistency(values)  # issue 11: MoE fields that contradict each other
     _check_model(values)
     _check_loss_kernel(values)
+    for k, v in values.items():
+        if len(v) == 1 and n > 1:
+            values[k] = np.broadcast_to(v, (n,))
     name = scenario.get("name", "")
     if not isinstance(name, str):
         raise ScenarioError(f"name: value {name!r} must be a string")
@@ -375,14 +395,14 @@ def _extra_given(table: dict) -> bool:
 
 def _check_model_consistency(values: dict) -> None:
     """Cross-field model rules that no design can satisfy (issue 11): raise naming field, value, allowed."""
-    e, k = values["model.experts"], values["model.top_k"]
+    e, k = np.broadcast_arrays(values["model.experts"], values["model.top_k"])
     moe = e > 1
     bad = moe & (k > e)
     if bad.any():
         i = int(np.argmax(bad))
         raise ScenarioError(f"model.top_k: value {int(k[i])} is out of range; allowed: "
                             f"1 ... model.experts ({int(e[i])})")
-    dl, L = values["model.dense_layers"], values["model.layers"]
+    dl, L = np.broadcast_arrays(values["model.dense_layers"], values["model.layers"])
     bad = dl >= L
     if bad.any():
         i = int(np.argmax(bad))

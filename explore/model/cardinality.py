@@ -67,6 +67,12 @@ def codes(col) -> tuple[np.ndarray, int]:
             ci = c.astype(np.int64)
             if a.dtype.kind in "iu" or np.array_equal(ci, c):
                 return ci, int(hi - lo) + 1
+    if n >= FAST_MIN and a.dtype.kind in "fiu" and a.dtype.itemsize in (4, 8):
+        # a long numeric column: labelled by hashing its bits (pandas.factorize, linear time);
+        # equal bits are equal values (a -0.0 apart from 0.0 only costs sharing)
+        import pandas as pd
+        code, uniq = pd.factorize(np.ascontiguousarray(a).view(np.int64 if a.dtype.itemsize == 8 else np.int32))
+        return code.astype(np.int64, copy=False), len(uniq)
     if n >= FAST_MIN and a.dtype.kind in "fiubUS":
         code, m = _few_values(a, FEW)
         if m > 0:
@@ -186,6 +192,26 @@ DENSE = 4
 (see UniqueRows); a larger one is relabelled by hashing first."""
 
 
+def _dense_labels(key: np.ndarray, radix: int) -> tuple[np.ndarray, int]:
+    """``key`` (integers below ``radix``) relabelled to 0 .. (distinct keys - 1), in key order."""
+    present = np.zeros(radix, dtype=bool)
+    present[key] = True
+    label = np.cumsum(present) - 1
+    return label[key], int(label[-1]) + 1
+
+
+def _determined(key: np.ndarray, radix: int, code: np.ndarray) -> bool:
+    """Whether ``code`` takes one value per value of ``key`` (integers below ``radix``)."""
+    rep = np.empty(radix, dtype=code.dtype)
+    rep[key] = code
+    return bool(np.array_equal(rep[key], code))
+
+
+SMALL = 16
+"""Codes of a column with at most this many values are used as they are (values absent from the
+column only widen the key a little); a wider column is first relabelled to the values present."""
+
+
 class UniqueRows:
     """Distinct rows of columns of a flat batch of ``n``: ``index`` (one row of each distinct
     combination, ``k`` of them) and ``inverse`` (row -> distinct combination).
@@ -195,13 +221,22 @@ class UniqueRows:
     (many columns, or columns that depend on each other such as ``devices = tp pp dp``), the
     key so far is relabelled to its distinct values by hashing (``pandas.factorize``, linear
     time), so the key space stays at most the distinct rows so far times the next column's
-    values. When every row is distinct, ``inverse`` is None and ``k == n``; with every column
-    constant, ``k == 1`` and ``inverse`` is None as well."""
+    values; before a column would widen it so, the key so far is relabelled to the keys present
+    (through the dense table). Each distinct combination is represented by its first row, and
+    numbered in the order of first rows (``index`` ascends). When every row is distinct,
+    ``inverse`` is None and ``k == n``; with every column constant, ``k == 1`` and ``inverse``
+    is None as well. ``most``: once more than ``most`` rows are found distinct (a key so far
+    already has that many values, and further columns only split them), the rows are left
+    unshared as if every row were distinct, the remaining columns unread. A column that would widen
+    a relabelled key beyond the dense table is first checked for being a function of the key (one
+    value per key value, as ``devices = tp pp dp``): then it adds no rows and is skipped."""
 
-    def __init__(self, columns, n: int):
+    def __init__(self, columns, n: int, most: float | None = None):
         key = np.zeros(1, dtype=np.int64)
         radix = 1
         self.n = n
+        most = n if most is None else most
+        unshared = False         # every row distinct already, or more than ``most`` distinct
         columns = [np.asarray(c) for c in columns]
         columns = [c for c in columns if not is_constant(c)]
         columns.sort(key=lambda c: c.dtype.kind not in "biuf")    # cheap numeric codes first
@@ -209,29 +244,48 @@ class UniqueRows:
             code, m = codes(c)
             if m == 1:
                 continue
-            used = np.bincount(code, minlength=m) > 0          # relabel to the values present
-            if not used.all():
-                code = (np.cumsum(used) - 1)[code]
-                m = int(used.sum())
+            if m > SMALL:
+                used = np.bincount(code, minlength=m) > 0      # relabel to the values present
+                if not used.all():
+                    code = (np.cumsum(used) - 1)[code]
+                    m = int(used.sum())
+            if radix > 1 and radix * m > DENSE * n:           # relabel the key so far to the keys present
+                key, radix = _dense_labels(key, radix)
+                unshared = radix == n or radix > most
+                if unshared:
+                    break
+                if radix * m > DENSE * n and _determined(key, radix, code):
+                    continue       # a function of the columns so far (devices = tp pp dp ...): no new rows
             key = key * m + code
             radix *= m
-            if radix > DENSE * n:                              # relabel the key by hashing
+            if radix > DENSE * n:                              # still too wide: relabel by hashing
                 import pandas as pd
                 key, uniq = pd.factorize(key)
                 key = key.astype(np.int64, copy=False)
                 radix = len(uniq)
-                if radix == n:                                 # every row distinct already
-                    self.index, self.inverse = np.arange(n), None
-                    return
+                unshared = radix == n or radix > most
+                if unshared:
+                    break
+        if unshared:
+            self.index, self.inverse = np.arange(n), None
+            return
         if key.size == 1:
             self.index = np.zeros(1, dtype=np.intp)
             self.inverse = None
             return
-        seen = np.full(radix, -1, dtype=np.intp)
-        seen[key] = np.arange(n, dtype=np.intp)     # one representative row per key
-        present = seen >= 0
-        self.index = seen[present]
-        self.inverse = (np.cumsum(present) - 1)[key]
+        # the first row of each key is its representative, and the distinct rows are numbered in
+        # the order of those first rows: ``index`` ascends and ``inverse`` mostly ascends (each
+        # new row takes the next label), so the takes and gathers read their sources nearly in
+        # order (100 gathers of 100,000 random repeats of 57,231 rows, measured: 29 ms in key order,
+        # 12 ms in this one)
+        first = np.full(radix, n, dtype=np.intp)
+        first[key[::-1]] = np.arange(n - 1, -1, -1, dtype=np.intp)   # the last write wins: the first row
+        is_first = np.zeros(n, dtype=bool)
+        is_first[first[first < n]] = True
+        self.index = np.flatnonzero(is_first)
+        label = first                                 # reused: key -> label of its distinct row
+        label[key[self.index]] = np.arange(self.index.size, dtype=np.intp)
+        self.inverse = label[key]
 
     @property
     def k(self) -> int:
@@ -241,6 +295,13 @@ class UniqueRows:
         """The distinct rows of a column (a constant stays a constant)."""
         a = np.asarray(a)
         return a if is_constant(a) or self.inverse is None else np.take(a, self.index, axis=0)
+
+    def at(self, idx) -> "UniqueRows | None":
+        """The distinct rows among the rows ``idx`` of the batch (the same partition, restricted);
+        None when there is nothing to share."""
+        if self.inverse is None:
+            return None
+        return UniqueRows([np.take(self.inverse, idx)], len(idx))
 
     def gather(self, a):
         """A term evaluated on the distinct rows, back at the batch's rows (constants stay)."""

@@ -209,8 +209,8 @@ def rule_codes(m: ModelSpec, plan: ParallelPlan, devices, fp_ok):
         (split & (plan.pp == 1), "parallelism.pp_embedding_as_layer / pp_loss_as_layer need pp > 1"),
         (split & indivisible(split_slots(m, plan), plan.pp * plan.virtual_stages) if np.any(split) else False,
          SPLIT_RULE),
-        ((plan.virtual_stages > 1) & indivisible(plan.microbatches, plan.pp),
-         "interleaved 1F1B needs the microbatch count to be a multiple of pp"),
+        ((plan.virtual_stages > 1) & indivisible(plan.microbatches, plan.pp) if np.any(plan.virtual_stages > 1)
+         else False, "interleaved 1F1B needs the microbatch count to be a multiple of pp"),
         (~fp_ok, "training.precision is not supported by the accelerator"),
         # issue 11: expert and context parallelism (Megatron-Core convention, moe.py / context.py)
         (indivisible(plan.tp * plan.dp * plan.cp, plan.ep * plan.etp), EP_RULE),

@@ -200,7 +200,9 @@ def bus_efficiency(ids) -> np.ndarray:
                          f"(not a scale-up link); allowed: {', '.join(allowed)}") from None
 
 
-def build_system(r) -> SystemSpec:
+def build_system(r, sub_domains: bool = True) -> SystemSpec:
+    """The designs' SystemSpec; ``sub_domains=False`` leaves ``sub_domains`` empty (the caller adds
+    ``sub_domain_networks`` for the designs it times: only the Fabric reads them)."""
     v = r.values
     n = r.n
     acc = accelerator_arrays(r)
@@ -261,7 +263,8 @@ def build_system(r) -> SystemSpec:
     kw["su_bus_efficiency"] = bus_efficiency(v["system.scale_up.link"])
     network = network_spec(r)
     return SystemSpec(**{k: fit(a, n, float) for k, a in kw.items()},
-                      accelerator_parts=parts, network=network, sub_domains=sub_domain_networks(r, network))
+                      accelerator_parts=parts, network=network,
+                      sub_domains=sub_domain_networks(r, network) if sub_domains else ())
 
 
 def _scale_up_switches(r, su_bw, su_pw, su_cost):

@@ -27,6 +27,38 @@ def test_unique_rows_match_numpy_unique():
         assert np.array_equal(np.asarray(c)[rows.index][rows.inverse], np.asarray(c))
 
 
+def test_unique_rows_number_the_distinct_rows_in_order_of_their_first_rows():
+    """Each distinct row is represented by its first row, labels in order of those first rows
+    (numpy's row-wise unique gives the first rows, return_index), with and without the hashed relabel."""
+    rng = np.random.default_rng(7)
+    n = 6000
+    for cols in ([rng.choice([1, 2, 4, 8], n), rng.choice(["a", "bb", "c"], n)],
+                 [rng.integers(0, 40, n), rng.integers(0, 40, n) * 1000.5, rng.integers(0, 30, n), rng.random(n) < 0.3]):
+        rows = card.UniqueRows(cols, n)
+        table = np.rec.fromarrays([np.asarray(c).astype(str) for c in cols])
+        _, first = np.unique(table, return_index=True)
+        assert np.array_equal(rows.index, np.sort(first))
+        assert np.array_equal(rows.inverse[rows.index], np.arange(rows.k))
+        seen = np.maximum.accumulate(rows.inverse)      # a new row only ever takes the next label
+        assert np.all(np.diff(seen) <= 1) and seen[0] == 0
+
+
+def test_unique_rows_leave_batches_of_more_than_most_distinct_rows_unshared():
+    """``most``: rows with more distinct values than that are left unshared (as all-distinct); at or
+    below it the partition is numpy's row-wise unique, with dependent columns (one value per value of
+    the columns before them) skipped without changing it."""
+    rng = np.random.default_rng(9)
+    n = 6000
+    a, b = rng.integers(0, 60, n), rng.integers(0, 90, n)       # ~3,600 distinct pairs of 5,400 possible
+    cols = [a, b, a * 1000 + b, rng.choice(["x", "y"], n)]      # a*1000+b: a function of (a, b)
+    want = len(np.unique(np.column_stack([a, b, cols[3] == "x"]), axis=0))
+    rows = card.UniqueRows(cols, n)
+    assert rows.k == want and rows.inverse is not None
+    assert card.UniqueRows(cols, n, most=want).k == want          # at most: shared
+    unshared = card.UniqueRows(cols, n, most=0.5 * want)
+    assert unshared.inverse is None and unshared.k == n
+
+
 def test_unique_rows_give_up_on_distinct_batches():
     n = 1000
     rows = card.UniqueRows([np.arange(n) * 1.5, np.arange(n) % 7], n)
@@ -296,3 +328,47 @@ def test_layer_compute_shared_over_distinct_inputs_equals_unshared(monkeypatch):
     assert np.isfinite(shared["step_time_s"].values).sum() > 50
     for k in ("step_time_s", "time_s_compute", "time_s_tp_comm"):
         np.testing.assert_array_equal(shared[k].values, unshared[k].values)
+
+
+@pytest.mark.parametrize("keep_invalid", [False, True])
+def test_designs_timed_after_their_validity_equal_one_at_a_time(monkeypatch, keep_invalid):
+    """explore.evaluate checks validity first (plan rules, memory, link budget, goodput) and runs the
+    step time only for the designs it returns (``_metrics``'s ``at``): a batch where most designs do
+    not fit in memory or break a plan rule gives each design what its own evaluation gives (a
+    single design is timed whole), and the step model saw fewer designs than the batch holds."""
+    import importlib
+    ev = importlib.import_module("explore.evaluate")
+    rng = np.random.default_rng(12)
+    n = 40
+    sc = copy.deepcopy(BASE)
+    tp, pp = rng.choice([1, 2, 8], n), rng.choice([1, 8, 16, 32], n)
+    dp = rng.choice([1, 4, 8], n)
+    sc["parallelism"].update(tp=tp, pp=pp, dp=dp, zero=rng.integers(0, 4, n),
+                             microbatch=rng.choice([1, 2], n), recompute=rng.choice(["none", "full"], n))
+    sc["training"]["global_batch"] = dp * rng.choice([8, 15, 16], n)   # 15: a plan rule breaks at microbatch 2
+    sc["system"]["devices"] = tp * pp * dp
+    seen = []
+    step_model = ev.step_model
+    monkeypatch.setattr(ev, "step_model", lambda *a, **k: seen.append(np.size(a[1].tp)) or step_model(*a, **k))
+    full = explore.evaluate(sc, keep_invalid=keep_invalid)
+    reason = full["reason"].values
+    no_fit = reason == "does not fit in accelerator memory"
+    rule = reason == "training.global_batch must be divisible by dp*microbatch"
+    assert full["valid"].values.sum() >= 5 and no_fit.sum() >= 5 and rule.sum() >= 5
+    assert (rule | no_fit).sum() == (~full["valid"].values).sum()
+    returned = full["valid"].values if not keep_invalid else ~rule
+    assert seen == [returned.sum() + 1]       # timed: the designs returned and one more (the NaN slot)
+    for i in range(n):
+        one = copy.deepcopy(sc)
+        for t, k in (("parallelism", "tp"), ("parallelism", "pp"), ("parallelism", "dp"), ("parallelism", "zero"),
+                     ("parallelism", "microbatch"), ("parallelism", "recompute"), ("training", "global_batch"),
+                     ("system", "devices")):
+            one[t][k] = one[t][k][i].item()
+        single = explore.evaluate(one, keep_invalid=keep_invalid)
+        assert single["step_time_s"].size == 1
+        for k in full.data_vars:
+            a, b = full[k].values[i], single[k].values[0]
+            if np.asarray(a).dtype.kind == "f":
+                assert (np.isnan(a) and np.isnan(b)) or a == b, (i, k, a, b)
+            else:
+                assert a == b, (i, k, a, b)

@@ -107,3 +107,33 @@ def test_sweep_grid_coordinates_have_units():
     for u in every_units_attr(ds).values():
         ureg.parse_units(u)
     assert all("." not in k for k in ds.variables)
+
+
+@pytest.mark.parametrize("reason_codes", [False, True])
+def test_result_built_directly_is_the_one_xarray_constructor_builds(monkeypatch, reason_codes):
+    """explore.evaluate builds its Dataset from its variables directly (``_dataset``): the same
+    Dataset, variable for variable (values, dtypes, attrs, order, index), as ``xr.Dataset`` gives
+    for the same data variables and input coordinates."""
+    import importlib
+
+    import xarray as xr
+    ev = importlib.import_module("explore.evaluate")
+    got = {}
+    build = ev._dataset
+
+    def spy(data, coords, n):
+        got["args"] = (data, coords, n)
+        return build(data, coords, n)
+    monkeypatch.setattr(ev, "_dataset", spy)
+    sc = three_plans()
+    sc["training"]["precision"] = np.array(["bf16", "bf16", "fp8"])     # a string coordinate along design
+    ds = explore.evaluate(sc, reason_codes=reason_codes)
+    data, coords, n = got["args"]
+    want = xr.Dataset(data, coords={"design": np.arange(n), **coords})
+    want.attrs["scenario_name"] = ds.attrs["scenario_name"]
+    assert ds.identical(want)
+    assert list(ds.variables) == list(want.variables) and list(ds.coords) == list(want.coords)
+    assert ds.indexes["design"].equals(want.indexes["design"])
+    for k, var in want.variables.items():
+        assert ds.variables[k].dtype == var.dtype and type(ds.variables[k].data) is type(var.data), k
+    assert ds["training_precision"].dims == ("design",) and ds["system_devices"].ndim == 0

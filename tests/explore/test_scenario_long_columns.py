@@ -40,3 +40,24 @@ def test_long_int_column_out_of_range_names_the_first_bad_value(bad, want):
     tp[4500] = bad * 2 if bad > 0 else bad - 1     # a later, more extreme offender is not named
     with pytest.raises(ScenarioError, match="parallelism.tp: " + want.replace("+", r"\+")):
         resolve(_scenario(n, tp))
+
+
+def test_one_value_checked_once_is_shared_read_only_and_typed():
+    """A scalar field value (from a file or a default) is checked once per (field, value, type) and
+    shared: the arrays are equal to a fresh check and read-only, and a value equal to a cached one but
+    of another type (True for 1, 1 for True) is still refused by its own check."""
+    from explore.scenario import _coerce_any, field_spec
+    a, b = resolve(BASE).values, resolve(copy.deepcopy(BASE)).values
+    for k in a:
+        assert a[k].dtype == b[k].dtype and np.array_equal(a[k], b[k]), k
+    assert a["model.layers"] is b["model.layers"] and not a["model.layers"].flags.writeable
+    fresh = _coerce_any("model.layers", int(a["model.layers"][0]), field_spec("model.layers"))
+    assert np.array_equal(fresh, a["model.layers"]) and fresh.dtype == a["model.layers"].dtype
+    for table, key, bad, why in (("model", "layers", True, "is not a number"),
+                                 ("parallelism", "sequence_parallel", 1, "is not a boolean"),
+                                 ("training", "precision", "fp9", "is not allowed")):
+        sc = copy.deepcopy(BASE)
+        sc[table][key] = bad
+        for _ in range(2):                      # refused every time (an error is not cached)
+            with pytest.raises(ScenarioError, match=why):
+                resolve(sc)
