@@ -540,20 +540,29 @@ def _assemble(out: dict, r: Resolved, reason_codes: bool = False, coords: dict |
     return ds
 
 
+DIRECT_DATASET = True
+"""Build results with xarray's internal ``Dataset._construct_direct`` (False: the public constructor)."""
+
+
 def _dataset(data: dict, coords: dict, n: int) -> xr.Dataset:
     """``xr.Dataset(data, coords={"design": np.arange(n), **coords})`` (``coords``: name ->
     (dims, values, attrs)), built from its variables directly: the data variables and the input
     coordinates are consistent by construction (every variable along ``design`` of length ``n``, or
     a scalar), which xarray's constructor would check and merge one by one (~3 ms of a 100,000-design
     call for ~190 variables; ``tests/explore/test_results_contract.py`` checks the result is identical)."""
-    from xarray.indexes import PandasIndex
-    index = PandasIndex(pd.Index(np.arange(n), name="design"), "design")
-    variables = dict(data)
-    variables.update(index.create_variables())
-    for k, (dims, val, attrs) in coords.items():
-        variables[k] = xr.Variable(dims, np.asarray(val), attrs, fastpath=True)
-    return xr.Dataset._construct_direct(variables, {"design", *coords}, dims={"design": n},
-                                        indexes={"design": index})
+    direct = getattr(xr.Dataset, "_construct_direct", None) if DIRECT_DATASET else None
+    if direct is not None:      # xarray's internal constructor; the public one if a release changes it
+        from xarray.indexes import PandasIndex
+        index = PandasIndex(pd.Index(np.arange(n), name="design"), "design")
+        variables = dict(data)
+        variables.update(index.create_variables())
+        for k, (dims, val, attrs) in coords.items():
+            variables[k] = xr.Variable(dims, np.asarray(val), attrs, fastpath=True)
+        try:
+            return direct(variables, {"design", *coords}, dims={"design": n}, indexes={"design": index})
+        except TypeError:
+            pass
+    return xr.Dataset(data, coords={"design": np.arange(n), **coords})
 
 
 def to_json_dict(ds: xr.Dataset, i: int = 0) -> dict:

@@ -109,15 +109,18 @@ def test_sweep_grid_coordinates_have_units():
     assert all("." not in k for k in ds.variables)
 
 
+@pytest.mark.parametrize("internal", [True, False])
 @pytest.mark.parametrize("reason_codes", [False, True])
-def test_result_built_directly_is_the_one_xarray_constructor_builds(monkeypatch, reason_codes):
+def test_result_built_directly_is_the_one_xarray_constructor_builds(monkeypatch, reason_codes, internal):
     """explore.evaluate builds its Dataset from its variables directly (``_dataset``): the same
     Dataset, variable for variable (values, dtypes, attrs, order, index), as ``xr.Dataset`` gives
-    for the same data variables and input coordinates."""
+    for the same data variables and input coordinates; also through the public constructor, which
+    ``_dataset`` falls back on should an xarray release drop its internal one."""
     import importlib
 
     import xarray as xr
     ev = importlib.import_module("explore.evaluate")
+    monkeypatch.setattr(ev, "DIRECT_DATASET", internal)
     got = {}
     build = ev._dataset
 
