@@ -266,6 +266,57 @@ for _rid, _cfg in _TP_UB_ROWS.items():
     _facts, _src = RECIPE_FACTS[_rid]
     RECIPE_FACTS[_rid] = ({**_facts, "tp_overlap": "per_gemm"}, _src + TP_UB.format(cfg=_cfg))
 
+# Pipeline split of the Megatron-Bridge Llama 3.1 405B rows (126 layers on pp x vp = 64 or 128 chunks): every
+# perf config builds on the base recipe llama31_405b_pretrain_config, which sets
+# account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split True, and none of them
+# resets them or sets a pipeline_model_parallel_layout / first- or last-stage layer count (the workload base
+# configs set pp, vp only): (126 + 2) slots, 2 per chunk on 64 chunks, 1 on 128 (Megatron-Core
+# get_num_layers_to_build). The 70B rows' recipes set neither (80 layers split evenly).
+PP_SPLIT = (" Pipeline split: {where} (commit {commit}) account_for_embedding_in_pipeline_split = True, "
+            "account_for_loss_in_pipeline_split = True, not reset by the perf config (pp_embedding_as_layer, "
+            "pp_loss_as_layer: (126 + 2) / (pp vp) layer slots per model chunk)")
+_PP_SPLIT_ROWS = {
+    **{rid: ("src/megatron/bridge/recipes/llama/llama3.py llama31_405b_pretrain_config recommended_kwargs, "
+             "used by scripts/performance/configs/llama/llama31_llm_pretrain.py", "5776a6d90")
+       for rid in ("mbridge2511_h100_llama31_405b_fp8_1024", "mbridge2511_b200_llama31_405b_fp8_128",
+                   "mbridge2511_b200_llama31_405b_mxfp8_128")},
+    **{rid: ("src/megatron/bridge/recipes/llama/llama3.py llama31_405b_pretrain_config ('Large model specific "
+             "pipeline split configurations'), used by scripts/performance/configs/llama/llama31_llm_pretrain.py "
+             "llama31_405b_pretrain_config_gb200", "c270efc50")
+       for rid in ("mbridge2606_gb200_llama31_405b_fp8_256", "mbridge2606_gb200_llama31_405b_mxfp8_256")},
+    "mbridge2606_h100_llama31_405b_fp8_1024": ("src/megatron/bridge/recipes/llama/h100/llama3.py "
+                                               "llama31_405b_pretrain_256gpu_h100_bf16_config (aliased as "
+                                               "llama31_405b_pretrain_config in recipes/llama/llama3.py), the base of "
+                                               "perf_recipes/llama/h100/llama31.py "
+                                               "llama31_405b_pretrain_1024gpu_h100_fp8cs_config", "4ab94dfad3"),
+}
+for _rid, (_where, _commit) in _PP_SPLIT_ROWS.items():
+    _facts, _src = RECIPE_FACTS[_rid]
+    RECIPE_FACTS[_rid] = ({**_facts, "pp_embedding_as_layer": True, "pp_loss_as_layer": True},
+                          _src + PP_SPLIT.format(where=_where, commit=_commit))
+# Qwen3-235B-A22B (94 layers, pp 8 vp 4): the base recipe sets both, (94 + 2) / 32 = 3 slots per chunk. The row's
+# commit (01b2977e51) is not in the fetched mirror; 74695a06d, the commit that published the 26.04 table, is read.
+_facts, _src = RECIPE_FACTS["mbridge2604_h100_qwen3_235b_fp8_256"]
+RECIPE_FACTS["mbridge2604_h100_qwen3_235b_fp8_256"] = (
+    {**_facts, "pp_embedding_as_layer": True, "pp_loss_as_layer": True},
+    _src + " Pipeline split: NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/recipes/qwen/qwen3_moe.py "
+    "qwen3_235b_a22b_pretrain_config (commit 74695a06d, the 26.04 table's; the row's 01b2977e51 not fetched) "
+    "account_for_embedding_in_pipeline_split = True, account_for_loss_in_pipeline_split = True ('Pipeline split "
+    "accounting'), kept by scripts/performance/configs/qwen/qwen3_llm_pretrain.py qwen3_235b_a22b_pretrain_config_h100 "
+    "(H100_FP8_CS_V2 sets no pp_layout): (94 + 2) / (8 x 4) = 3 layer slots per model chunk")
+
+# Qwen3-235B-A22B in Megatron-MoE-ModelZoo (pp 8 vp 4): the model config passes both flags, and runtime.conf counts
+# 96 layer slots (94 + 2), so no uneven first / last stage is added and 3 layers go to each virtual stage.
+for _rid in ("mcoremoe_h100_qwen3_235b_bf16_256", "mcoremoe_h100_qwen3_235b_bf16_256_a2aoverlap"):
+    _facts, _src = RECIPE_FACTS[_rid]
+    RECIPE_FACTS[_rid] = (
+        {**_facts, "pp_embedding_as_layer": True, "pp_loss_as_layer": True},
+        _src + "; pipeline split: yanring/Megatron-MoE-ModelZoo 8017e11 model_configs/benchmarking/Qwen3-235B-A22B.yaml "
+        "--account-for-embedding-in-pipeline-split true, --account-for-loss-in-pipeline-split true, --num-layers 94; "
+        "runtime_configs/benchmarking/runtime.conf Qwen3-235B-A22B LAYERS 96 ('Account loss and embedding for number "
+        "of layers'): sbatch_benchmarking.sh adds no --decoder-first/last-pipeline-num-layers (96 % PP = 0) and "
+        "--num-layers-per-virtual-pipeline-stage 96 / 8 / 4 = 3")
+
 # Cross-entropy kernel of the Megatron-Bridge rows (training.loss_kernel "te", explore/model/calibration.py
 # TE_LOGITS_*): GPTModelProvider keeps cross_entropy_loss_fusion True (src/megatron/bridge/models/gpt_provider.py)
 # and the perf scripts set cross_entropy_fusion_impl "te" for every model (scripts/performance/utils/overrides.py
