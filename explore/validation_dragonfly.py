@@ -57,7 +57,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from explore.validation import DEEPSPEED_2021_PIPE, REPO, read_runs, scenario_group_main, write_scenario_files
+from explore.validation import (evaluate_group, group_errors, gemm_ceiling_tflops as shared_gemm_ceiling,
+                                DEEPSPEED_2021_PIPE, REPO, read_runs, scenario_group_main,
+                                write_scenario_files)
 
 CSV_PATH = REPO / "tests" / "validation" / "dragonfly_runs.csv"
 SCENARIO_DIR = REPO / "tests" / "validation" / "dragonfly_scenarios"
@@ -183,10 +185,7 @@ def load_cases():
              float(r["step_time_s"])) for r in load_rows()]
 
 
-def evaluate_cases(cases) -> dict:
-    """run_id -> the evaluated dataset (raw time, keep_invalid: these runs happened)."""
-    from explore.evaluate import evaluate
-    return {rid: evaluate(sc, keep_invalid=True) for rid, sc, _, _ in cases}
+evaluate_cases = evaluate_group
 
 
 COMM_KEYS = ("time_s_dp_comm", "time_s_zero3_comm", "time_s_tp_comm", "time_s_pp_p2p", "time_s_cp_comm",
@@ -211,19 +210,12 @@ def dragonfly_comm_s(sc, ds) -> float:
     return sum(float(ds[k][0]) for k, span in spans.items() if k in ds and span > node)
 
 
-def errors(cases) -> dict[str, float]:
-    """Signed relative step-time errors (predicted / published - 1) per run."""
-    ds = evaluate_cases(cases)
-    return {rid: float(ds[rid]["step_time_s"][0]) / t - 1 for rid, _, _, t in cases}
+errors = group_errors
 
 
 def gemm_ceiling_tflops() -> float:
-    """The model's linear-GEMM rate on one GCD (TFLOP/s): peak x catalog matmul_peak_fraction x the
-    shipped gemm_efficiency (explore/model/step.py)."""
-    from explore.model import calibration as cal
-    from hwmodels.parts import get_part
-    p = get_part("accelerators", "mi250x-gcd")
-    return float(p["peak_flops_bf16"]) * float(p["matmul_peak_fraction"]) * cal.DEFAULT.gemm_efficiency / 1e12
+    """The model's linear-GEMM rate on mi250x-gcd (TFLOP/s; explore.validation.gemm_ceiling_tflops)."""
+    return shared_gemm_ceiling("mi250x-gcd")
 
 
 def report(cases) -> tuple[str, dict]:
