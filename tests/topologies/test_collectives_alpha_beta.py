@@ -57,12 +57,8 @@ def test_tree_all_reduce_bandwidth_term_divides_by_the_correction():
     assert plain == pytest.approx(2 * 2.0 ** 22 * 8 / 1e12)
 
 
-def test_nccl_protocol_preference_never_slows_a_call_as_bandwidth_rises():
-    """NCCL picks its protocol by its own estimates (tuning.cc), which can leave LL for Simple as
-    the bus bandwidth rises (LL's estimate is capped at llMaxBw). Charged as a hard switch that
-    made a call slower with more bandwidth; charged as the margin of NCCL's estimates
-    (topologies.collectives.nccl_call_s with ``choice``) a call's time never rises with bandwidth.
-    Checked on a dense bandwidth sweep against the plain monotone property (no formula restated)."""
+def _catalog_tuning():
+    """The collective library (catalog), NCCL's tuning constants, the tree correction and the NVLS-tree spec."""
     import numpy as np
     from topologies import collectives as coll
     from explore.model.fabric import library
@@ -73,9 +69,20 @@ def test_nccl_protocol_preference_never_slows_a_call_as_bandwidth_rises():
                           tuple(lib["tuning_nvls_tree_latency_s"]),
                           tuple(8e9 * b for b in lib["tuning_ll_max_bandwidth_gbs"]),
                           np.asarray(lib["tuning_tree_correction_ll"]), np.asarray(lib["tuning_tree_correction_ll128"]))
-    corr = np.asarray(lib["tree_correction"])
     spec = coll.NvlsTree(lib["nvls_tree_bandwidth_factor"], lib["nvls_tree_channels"], lib["nvls_chunk_bytes"],
                          lib["nvls_tree_max_chunk_bytes"], 8.0)
+    return lib, tun, np.asarray(lib["tree_correction"]), spec
+
+
+def test_nccl_protocol_preference_never_slows_a_call_as_bandwidth_rises():
+    """NCCL picks its protocol by its own estimates (tuning.cc), which can leave LL for Simple as
+    the bus bandwidth rises (LL's estimate is capped at llMaxBw). Charged as a hard switch that
+    made a call slower with more bandwidth; charged as the margin of NCCL's estimates
+    (topologies.collectives.nccl_call_s with ``choice``) a call's time never rises with bandwidth.
+    Checked on a dense bandwidth sweep against the plain monotone property (no formula restated)."""
+    import numpy as np
+    from topologies import collectives as coll
+    lib, tun, corr, spec = _catalog_tuning()
     bus = np.geomspace(1e9, 1e14, 3000)
     hard_rises = 0
     for ar in (False, True):
@@ -106,17 +113,7 @@ def test_nccl_algorithm_margin_never_slows_a_call_as_bandwidth_rises():
     no all-reduce gets slower, from 4 KiB to 8 GiB on 2-8 nodes."""
     import numpy as np
     from topologies import collectives as coll
-    from explore.model.fabric import library
-    lib = library()
-    tun = coll.NcclTuning(tuple(map(tuple, lib["tuning_base_latency_s"])),
-                          tuple(map(tuple, lib["tuning_nvlink_latency_s"])),
-                          tuple(map(tuple, lib["tuning_net_latency_s"])), float(lib["tuning_net_overhead_s"]),
-                          tuple(lib["tuning_nvls_tree_latency_s"]),
-                          tuple(8e9 * b for b in lib["tuning_ll_max_bandwidth_gbs"]),
-                          np.asarray(lib["tuning_tree_correction_ll"]), np.asarray(lib["tuning_tree_correction_ll128"]))
-    corr = np.asarray(lib["tree_correction"])
-    spec = coll.NvlsTree(lib["nvls_tree_bandwidth_factor"], lib["nvls_tree_channels"], lib["nvls_chunk_bytes"],
-                         lib["nvls_tree_max_chunk_bytes"], 8.0)
+    lib, tun, corr, spec = _catalog_tuning()
     net = np.geomspace(1e9, 1e14, 3000)
     picks = set()
     for cap in (2.9e12, 3.6e12, 7.2e12):                    # scale-up bus bandwidths (bits/s)
