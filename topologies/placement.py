@@ -19,8 +19,9 @@ links; the ``outer`` domains it spans use the scale-out family:
   worst group share its G = ceil(a h f) global ports, Valiant's busiest link carrying 2 S / G:
   S = min(stride, group) for pairs and chains and for rings whose blocks span whole groups (one
   stream out per ring crossing), at most min(2 stride, group) for rings whose blocks straddle a
-  group edge (an upper bound). The all-to-all: full rate inside one group, else the all-crossing
-  factor.
+  group edge (an upper bound). The all-to-all as on the fat-tree's leaves: the worst group's share
+  of its bytes leaving it (per the bytes that leave the scale-up domain, at most all of them) at
+  Valiant's busiest link, rate x min(1, df_factor / share).
 * torus, ocs-torus: a multi-dimensional ring collective over the dimensions
   the group occupies (``torus.group_dims``); along dimension i a rank has
   2 of its node's 2D ports (D active dimensions), shared by the s_i groups
@@ -148,37 +149,33 @@ class Placement:
         streams = np.maximum(where(full, streams_full, 0.0), streams_last)
         cross = self.bw / np.maximum(1.0, streams * self.o_leaf / leaf_devices)
         if all_to_all:
-            # the share of a leaf's a2a bytes that leaves it, at the worst leaf of an unaligned layout
-            # (groups of S devices, leaves of D): a group cut in half at a leaf edge. S >= D: the
-            # leaf holds two half-spans, 1 - D / (2 S) of its bytes leave; S < D: two cut groups at
-            # its edges, S / (2 D). The uplinks carry 1/o of the leaf's rate: rate / max(1, o x share)
-            r = span_devices / leaf_devices
-            off_leaf = np.where(r >= 1.0, 1.0 - 0.5 / np.maximum(r, 1.0), 0.5 * r)
-            # aligned layouts: whole groups under a leaf send nothing out; a group of whole leaves
-            # sends 1 - D / S of its bytes out of each of them
-            whole_leaves = (r >= 1.0) & ~indivisible(span_devices, leaf_devices)
-            off_leaf = np.where(whole_leaves, 1.0 - 1.0 / np.maximum(r, 1.0), off_leaf)
-            off_leaf = np.where(leaf_local, 0.0, off_leaf)
-            off_leaf = np.where(self.devices <= leaf_devices, 0.0, off_leaf)   # one leaf: nothing leaves
-            # a leaf's crossing bytes are bounded by the peers on the other side of it; the last,
-            # partly filled leaf (m devices) by the same worst-layout share and the same bound
-            S = np.maximum(span_devices, 1.0)
-            cut_last = where(S >= last, last - last * last / (2.0 * S), 0.5 * S)
-            cut_last = where(leaf_local | whole_leaves, 0.0, cut_last)   # aligned layouts: m = D or whole blocks
-            crossing = np.maximum(where(full, np.minimum(leaf_devices * off_leaf, leaf_devices * others_full / S), 0.0),
-                                  np.minimum(cut_last, last * others_last / S))
-            off_leaf = crossing / leaf_devices
+            off_leaf = self._a2a_off_share(span_devices, leaf_devices, leaf_local)
             # rail-optimized: PXN moves each message over the scale-up links to the local GPU on the
             # destination's rail (NCCL_PXN_DISABLE=0, NCCL >= 2.12), so any group whose nodes fit
             # under one rail leaf runs at full rate, whatever its stride
             pxn_local = np.ceil(span_devices / self.domain) <= self.leaf_down
-            return self._by_family(self.bw / np.maximum(1.0, self.o_leaf * off_leaf), pxn_local, ports, p2p)
+            df = None
+            if DRAGONFLY in self.families:
+                # the worst dragonfly group's crossing bytes, out over its G global ports and into another
+                # group's: Valiant's busiest link carries 2 off D w / G = off / df_factor device rates
+                group = self.df_group / np.minimum(self.nics, 1.0)
+                df_local = (self.devices <= group) | ((span_devices <= group)
+                                                       & ~indivisible(group, np.maximum(span_devices, 1.0)))
+                # the share is of a rank's whole buffer; the scale-out time is of its n - inner parts
+                # that leave the domain (topologies/alltoall.py): per those bytes, n / (n - inner) of it
+                nn = np.asarray(n, dtype=float)
+                inner = group_span(stride, nn, self.domain)[0]
+                # (at most all of them: a worst-layout share above that is the bound's, not the traffic's)
+                off_group = np.minimum(self._a2a_off_share(span_devices, group, df_local)
+                                       * nn / np.maximum(nn - inner, 1.0), 1.0)
+                df = self.bw * np.minimum(1.0, self.df_factor / np.maximum(off_group, 1e-300))
+            return self._by_family(self.bw / np.maximum(1.0, self.o_leaf * off_leaf), pxn_local, ports, p2p, df)
         df = self.dragonfly_pairs_bw(stride, n, span_devices, chain, p2p) if DRAGONFLY in self.families else None
         return self._by_family(where(leaf_local, self.bw, cross), in_leaf | rail_local, ports, p2p, df)
 
     def dragonfly_pairs_bw(self, stride, n, span_devices, chain=False, p2p=False):
         """Per-rank dragonfly rate of a group of ``n`` ranks ``stride`` apart: pairs and chains (``p2p``
-        or ``chain``) and rings (the collectives; the all-to-all: ``_by_family``). Devices fill dragonfly
+        or ``chain``) and rings (the collectives; the all-to-all: ``switched_bw``). Devices fill dragonfly
         groups of ``D = p a / min(nics, 1)`` in rank order, as the fat-tree's leaves, and a group keeps
         the full rate only if the whole job is in one dragonfly group, or (not a chain) whole blocks of
         ``stride n`` devices fill a group. Otherwise, at the worst group (a full one or the last, partly
@@ -231,6 +228,32 @@ class Placement:
         cross = self.bw * np.minimum(1.0, self.df_factor * group / np.maximum(streams, 1.0))
         return where(local, self.bw, cross)
 
+    def _a2a_off_share(self, span_devices, leaf_devices, leaf_local):
+        """Share of the worst leaf's (or dragonfly group's) all-to-all bytes that leave it: groups of
+        ``span_devices`` tiling leaves of ``leaf_devices`` in rank order, none leaving where
+        ``leaf_local`` (every group under one leaf)."""
+        full, last, others_full, others_last = self._leaves(leaf_devices)
+        # the share of a leaf's a2a bytes that leaves it, at the worst leaf of an unaligned layout
+        # (groups of S devices, leaves of D): a group cut in half at a leaf edge. S >= D: the
+        # leaf holds two half-spans, 1 - D / (2 S) of its bytes leave; S < D: two cut groups at
+        # its edges, S / (2 D). The uplinks carry 1/o of the leaf's rate: rate / max(1, o x share)
+        r = span_devices / leaf_devices
+        off_leaf = np.where(r >= 1.0, 1.0 - 0.5 / np.maximum(r, 1.0), 0.5 * r)
+        # aligned layouts: whole groups under a leaf send nothing out; a group of whole leaves
+        # sends 1 - D / S of its bytes out of each of them
+        whole_leaves = (r >= 1.0) & ~indivisible(span_devices, leaf_devices)
+        off_leaf = np.where(whole_leaves, 1.0 - 1.0 / np.maximum(r, 1.0), off_leaf)
+        off_leaf = np.where(leaf_local, 0.0, off_leaf)
+        off_leaf = np.where(self.devices <= leaf_devices, 0.0, off_leaf)   # one leaf: nothing leaves
+        # a leaf's crossing bytes are bounded by the peers on the other side of it; the last,
+        # partly filled leaf (m devices) by the same worst-layout share and the same bound
+        S = np.maximum(span_devices, 1.0)
+        cut_last = where(S >= last, last - last * last / (2.0 * S), 0.5 * S)
+        cut_last = where(leaf_local | whole_leaves, 0.0, cut_last)   # aligned layouts: m = D or whole blocks
+        crossing = np.maximum(where(full, np.minimum(leaf_devices * off_leaf, leaf_devices * others_full / S), 0.0),
+                              np.minimum(cut_last, last * others_last / S))
+        return crossing / leaf_devices
+
     def _leaves(self, leaf_devices):
         """Whether the job fills a leaf (more than one leaf), the last leaf's devices ``m`` (all of a
         leaf's if the job fills whole leaves), and the job's devices outside a full leaf and outside
@@ -242,7 +265,7 @@ class Placement:
 
     def _by_family(self, ft, rail_ok, ports, p2p, df=None):
         """Per-family rate from the fat-tree's ``ft``: rail-optimized at full rate where ``rail_ok``,
-        dragonfly by its group (``df``: the rate ``dragonfly_pairs_bw`` gave), OCS circuits by the
+        dragonfly by its group (``df``: the rate ``dragonfly_pairs_bw`` or the all-to-all's worst group gave), OCS circuits by the
         plan's ports, tori (handled elsewhere) at 1/o."""
         f = self.f
         fams = self.families
