@@ -22,8 +22,9 @@ the global links are the long optical (costly) ones. A group keeps its ``a`` rou
 
 A design whose endpoints fill more groups than G + 1 (``counts``: ``feasible``,
 ``max_groups``) cannot be built: ``explore.evaluate`` marks it invalid
-(``DRAGONFLY_RULE``), and ``dragonfly_graph`` refuses it. Pipeline pairs that cross
-group edges share the group's G ports (``topologies.placement.Placement.dragonfly_pairs_bw``).
+(``DRAGONFLY_RULE``), and ``dragonfly_graph`` refuses it. Pipeline pairs and collective
+rings that cross group edges share the group's G ports
+(``topologies.placement.Placement.dragonfly_pairs_bw``).
 
 i.e. the global bandwidth out of a group over its injection bandwidth (the cut
 around one group; ``tests/topologies/test_graphs_closed_forms.py`` checks it and the

@@ -11,13 +11,17 @@ links; the ``outer`` domains it spans use the scale-out family:
   of the domain) only needs one rail leaf per ``leaf_down`` servers; an all-to-all
   reaches every rail over the scale-up links (PXN), so any group whose servers fit
   under one rail leaf does.
-* dragonfly: full rate inside one group (p a endpoints), else
-  ``dragonfly.cross_group_factor`` of it, min(1, h_eff / p) / 2 with the
-  ``global_link_fraction`` f of the balanced global ports populated (h_eff = ceil(a h f) / a).
-  Pairs (a pipeline's chain, or groups of two) are placed as on the fat-tree's leaves: in one
-  group only if the whole job is, or (not a chain) whole blocks of 2 x stride fill a group; else
-  the pairs crossing a group edge, min(stride, group) of them, share the group's global ports
-  (``Placement.dragonfly_pairs_bw``).
+* dragonfly: ``dragonfly.cross_group_factor``, min(1, h_eff / p) / 2 with the
+  ``global_link_fraction`` f of the balanced global ports populated (h_eff = ceil(a h f) / a),
+  is the rate when every device's stream leaves its group. Pairs, chains and rings are placed as
+  on the fat-tree's leaves (``Placement.dragonfly_pairs_bw``): in one group only if the whole job
+  is, or (not a chain) whole blocks of stride x n fill a group; else the S streams leaving the
+  worst group share its G = ceil(a h f) global ports, Valiant's busiest link carrying 2 S / G:
+  S = min(stride, group) for pairs and chains and for rings whose blocks span whole groups (one
+  stream out per ring crossing), at most min(2 stride, group) for rings whose blocks straddle a
+  group edge (an upper bound). The all-to-all as on the fat-tree's leaves: the worst group's share
+  of its bytes leaving it (per the bytes that leave the scale-up domain, at most all of them) at
+  Valiant's busiest link, rate x min(1, df_factor / share).
 * torus, ocs-torus: a multi-dimensional ring collective over the dimensions
   the group occupies (``torus.group_dims``); along dimension i a rank has
   2 of its node's 2D ports (D active dimensions), shared by the s_i groups
@@ -145,68 +149,110 @@ class Placement:
         streams = np.maximum(where(full, streams_full, 0.0), streams_last)
         cross = self.bw / np.maximum(1.0, streams * self.o_leaf / leaf_devices)
         if all_to_all:
-            # the share of a leaf's a2a bytes that leaves it, at the worst leaf of an unaligned layout
-            # (groups of S devices, leaves of D): a group cut in half at a leaf edge. S >= D: the
-            # leaf holds two half-spans, 1 - D / (2 S) of its bytes leave; S < D: two cut groups at
-            # its edges, S / (2 D). The uplinks carry 1/o of the leaf's rate: rate / max(1, o x share)
-            r = span_devices / leaf_devices
-            off_leaf = np.where(r >= 1.0, 1.0 - 0.5 / np.maximum(r, 1.0), 0.5 * r)
-            # aligned layouts: whole groups under a leaf send nothing out; a group of whole leaves
-            # sends 1 - D / S of its bytes out of each of them
-            whole_leaves = (r >= 1.0) & ~indivisible(span_devices, leaf_devices)
-            off_leaf = np.where(whole_leaves, 1.0 - 1.0 / np.maximum(r, 1.0), off_leaf)
-            off_leaf = np.where(leaf_local, 0.0, off_leaf)
-            off_leaf = np.where(self.devices <= leaf_devices, 0.0, off_leaf)   # one leaf: nothing leaves
-            # a leaf's crossing bytes are bounded by the peers on the other side of it; the last,
-            # partly filled leaf (m devices) by the same worst-layout share and the same bound
-            S = np.maximum(span_devices, 1.0)
-            cut_last = where(S >= last, last - last * last / (2.0 * S), 0.5 * S)
-            cut_last = where(leaf_local | whole_leaves, 0.0, cut_last)   # aligned layouts: m = D or whole blocks
-            crossing = np.maximum(where(full, np.minimum(leaf_devices * off_leaf, leaf_devices * others_full / S), 0.0),
-                                  np.minimum(cut_last, last * others_last / S))
-            off_leaf = crossing / leaf_devices
+            off_leaf = self._a2a_off_share(span_devices, leaf_devices, leaf_local)
             # rail-optimized: PXN moves each message over the scale-up links to the local GPU on the
             # destination's rail (NCCL_PXN_DISABLE=0, NCCL >= 2.12), so any group whose nodes fit
             # under one rail leaf runs at full rate, whatever its stride
             pxn_local = np.ceil(span_devices / self.domain) <= self.leaf_down
-            return self._by_family(self.bw / np.maximum(1.0, self.o_leaf * off_leaf), pxn_local, ports, p2p)
-        df = self.dragonfly_pairs_bw(stride, n, span_devices, ports, chain) if DRAGONFLY in self.families else None
+            df = None
+            if DRAGONFLY in self.families:
+                # the worst dragonfly group's crossing bytes, out over its G global ports and into another
+                # group's: Valiant's busiest link carries 2 off D w / G = off / df_factor device rates
+                group = self.df_group / np.minimum(self.nics, 1.0)
+                df_local = (self.devices <= group) | ((span_devices <= group)
+                                                       & ~indivisible(group, np.maximum(span_devices, 1.0)))
+                # the share is of a rank's whole buffer; the scale-out time is of its n - inner parts
+                # that leave the domain (topologies/alltoall.py): per those bytes, n / (n - inner) of it
+                nn = np.asarray(n, dtype=float)
+                inner = group_span(stride, nn, self.domain)[0]
+                # (at most all of them: a worst-layout share above that is the bound's, not the traffic's)
+                off_group = np.minimum(self._a2a_off_share(span_devices, group, df_local)
+                                       * nn / np.maximum(nn - inner, 1.0), 1.0)
+                df = self.bw * np.minimum(1.0, self.df_factor / np.maximum(off_group, 1e-300))
+            return self._by_family(self.bw / np.maximum(1.0, self.o_leaf * off_leaf), pxn_local, ports, p2p, df)
+        df = self.dragonfly_pairs_bw(stride, n, span_devices, chain, p2p) if DRAGONFLY in self.families else None
         return self._by_family(where(leaf_local, self.bw, cross), in_leaf | rail_local, ports, p2p, df)
 
-    def dragonfly_pairs_bw(self, stride, n, span_devices, ports, chain=False):
-        """Per-rank dragonfly rate of a group of ``n`` ranks ``stride`` apart (rings, chains; the
-        all-to-all: ``_by_family``). Groups other than pairs: full rate if their span fits a
-        dragonfly group (p a endpoints), else ``df_factor``.
+    def dragonfly_pairs_bw(self, stride, n, span_devices, chain=False, p2p=False):
+        """Per-rank dragonfly rate of a group of ``n`` ranks ``stride`` apart: pairs and chains (``p2p``
+        or ``chain``) and rings (the collectives; the all-to-all: ``switched_bw``). Devices fill dragonfly
+        groups of ``D = p a / min(nics, 1)`` in rank order, as the fat-tree's leaves, and a group keeps
+        the full rate only if the whole job is in one dragonfly group, or (not a chain) whole blocks of
+        ``stride n`` devices fill a group. Otherwise, at the worst group (a full one or the last, partly
+        filled one), S streams leave it and S enter; Valiant routing spreads each over the G = ceil(a h f)
+        global ports of its source group and then over the links into its destination group, so the
+        busiest global link carries 2 S / G port rates and a crossing stream gets min(1, G / (2 S)) of a
+        port: min(1, df_factor D / S) of the device rate (df_factor D = G / (2 min(nics, 1))). With
+        S = D this is the all-crossing ``df_factor``. S is at most the devices on the group's other side.
 
-        Pairs (``n`` = 2, or ``chain``: every stage's rank i to i + stride) are chain-aware, as the
-        fat-tree's leaves: devices fill dragonfly groups of ``D = p a / min(nics, 1)`` in rank order,
-        so a pair keeps the full rate only if the whole job is in one group, or (not a chain) whole
-        blocks of 2 stride devices fill a group. Otherwise, at the worst group edge (a full group's or
-        the last, partly filled one's), min(stride, D) pairs cross it, at most as many as there are
-        devices on its other side: S streams out of a group and S into the next. Valiant routing
-        spreads each over the G = ceil(a h f) global ports of its source group and then over the links
-        into its destination group, so the busiest global link carries 2 S / G port rates and a
-        crossing pair gets min(1, G / (2 S)) of a port: min(1, df_factor D / S) of the device rate
-        (df_factor D = G / (2 min(nics, 1))). With S = D this is the all-crossing ``df_factor``.
-        tests/topologies/test_dragonfly_pairs.py checks it against an enumeration of rank positions and
-        Valiant loads on networkx dragonflies: exact for chains where a third group lets one group's
-        outgoing pairs and another's incoming ones meet on a link (stride <= devices - 2 D); low, never
-        high, elsewhere (two groups, where ``df_factor`` halves a direct path too; the few long pairs of
-        a short job; two-stage blocks that straddle an edge off centre, fewer than stride crossing)."""
-        old = where(ports <= self.df_group, self.bw, self.bw * self.df_factor)
-        chain = np.asarray(chain, dtype=bool)
-        pairs = chain | (np.asarray(n, dtype=float) == 2.0)
-        if not np.any(pairs):
-            return old
+        Pairs (one direction) and chains: min(stride, D) pairs cross the worst group edge.
+        Rings: R = stride rings per block (``stride`` below the scale-up domain: R = stride inner, the
+        ``inner`` rings of one rank per domain the hierarchical collective runs across the domains). A
+        ring with members on both sides of a group has its members in the group consecutive in ring
+        order, so it sends exactly one stream out of the group and one in. Blocks whose span is a
+        multiple of D (aligned): a group lies inside one block and meets min(R, D) rings, all crossing.
+        Otherwise (a block that straddles group edges, smaller or larger than a group) the group's two
+        edges cut at most R rings each, and a group of D devices meets at most D rings:
+        S <= min(2 R, D), an upper bound (the worst group of a given layout may see fewer).
+
+        tests/topologies/test_dragonfly_pairs.py checks both against an enumeration of rank positions
+        and Valiant loads on networkx dragonflies: never faster; exact for chains where a third group lets
+        one group's outgoing pairs and another's incoming ones meet on a link (stride <= devices - 2 D)
+        and for aligned rings on three or more groups (rings of two: stride a multiple of D, else a
+        group's pairs go to two groups and Valiant's load is 3/4 of the model's); low elsewhere (two
+        groups, where ``df_factor`` halves a direct path too; the few long pairs of a short job; blocks
+        that straddle a group edge off centre, fewer than stride crossing; misaligned rings whose worst
+        group sees fewer than min(2 R, D) crossing rings: down to 1/3 of the enumeration's rate on the
+        test's layouts, most often 1/2). Valiant is the routing assumed (adaptive routing takes it for
+        these neighbour-group patterns): routed minimally, a ring over consecutive groups puts its
+        streams on the few direct links between two groups and is slower still.
+
+        A ring of two as a collective is a ring (both directions), a pipeline's pair (``p2p``) a pair."""
         stride = np.asarray(stride, dtype=float)
+        n = np.asarray(n, dtype=float)
+        chain = np.asarray(chain, dtype=bool)
+        pairs = chain | (bool(p2p) & (n == 2.0))
         group = self.df_group / np.minimum(self.nics, 1.0)
         whole_blocks = ~indivisible(group, np.maximum(span_devices, 1.0))
         local = (self.devices <= group) | (~chain & (span_devices <= group) & whole_blocks)
+        # rings: a group inside one block (span a multiple of D) meets min(R, D) crossing rings;
+        # a misaligned layout at most R at each of its two edges
+        aligned = pairs | ((span_devices >= group) & ~indivisible(span_devices, group))
+        # a ring with ``inner`` ranks in a scale-up domain runs ``inner`` rings of one rank per domain
+        # across the domains (each rank's stream at this rate): ``inner`` times the rings at a group edge
+        rings = where(pairs, stride, stride * group_span(stride, n, self.domain)[0])
+        per_edge = where(aligned, rings, 2.0 * rings)
         full, last, others_full, others_last = self._leaves(group)
-        streams = np.maximum(where(full, np.minimum(np.minimum(stride, group), others_full), 0.0),
-                             np.minimum(np.minimum(stride, last), others_last))
+        streams = np.maximum(where(full, np.minimum(np.minimum(per_edge, group), others_full), 0.0),
+                             np.minimum(np.minimum(per_edge, last), others_last))
         cross = self.bw * np.minimum(1.0, self.df_factor * group / np.maximum(streams, 1.0))
-        return where(pairs, where(local, self.bw, cross), old)
+        return where(local, self.bw, cross)
+
+    def _a2a_off_share(self, span_devices, leaf_devices, leaf_local):
+        """Share of the worst leaf's (or dragonfly group's) all-to-all bytes that leave it: groups of
+        ``span_devices`` tiling leaves of ``leaf_devices`` in rank order, none leaving where
+        ``leaf_local`` (every group under one leaf)."""
+        full, last, others_full, others_last = self._leaves(leaf_devices)
+        # the share of a leaf's a2a bytes that leaves it, at the worst leaf of an unaligned layout
+        # (groups of S devices, leaves of D): a group cut in half at a leaf edge. S >= D: the
+        # leaf holds two half-spans, 1 - D / (2 S) of its bytes leave; S < D: two cut groups at
+        # its edges, S / (2 D). The uplinks carry 1/o of the leaf's rate: rate / max(1, o x share)
+        r = span_devices / leaf_devices
+        off_leaf = np.where(r >= 1.0, 1.0 - 0.5 / np.maximum(r, 1.0), 0.5 * r)
+        # aligned layouts: whole groups under a leaf send nothing out; a group of whole leaves
+        # sends 1 - D / S of its bytes out of each of them
+        whole_leaves = (r >= 1.0) & ~indivisible(span_devices, leaf_devices)
+        off_leaf = np.where(whole_leaves, 1.0 - 1.0 / np.maximum(r, 1.0), off_leaf)
+        off_leaf = np.where(leaf_local, 0.0, off_leaf)
+        off_leaf = np.where(self.devices <= leaf_devices, 0.0, off_leaf)   # one leaf: nothing leaves
+        # a leaf's crossing bytes are bounded by the peers on the other side of it; the last,
+        # partly filled leaf (m devices) by the same worst-layout share and the same bound
+        S = np.maximum(span_devices, 1.0)
+        cut_last = where(S >= last, last - last * last / (2.0 * S), 0.5 * S)
+        cut_last = where(leaf_local | whole_leaves, 0.0, cut_last)   # aligned layouts: m = D or whole blocks
+        crossing = np.maximum(where(full, np.minimum(leaf_devices * off_leaf, leaf_devices * others_full / S), 0.0),
+                              np.minimum(cut_last, last * others_last / S))
+        return crossing / leaf_devices
 
     def _leaves(self, leaf_devices):
         """Whether the job fills a leaf (more than one leaf), the last leaf's devices ``m`` (all of a
@@ -219,7 +265,7 @@ class Placement:
 
     def _by_family(self, ft, rail_ok, ports, p2p, df=None):
         """Per-family rate from the fat-tree's ``ft``: rail-optimized at full rate where ``rail_ok``,
-        dragonfly by its group (``df``: the rate ``dragonfly_pairs_bw`` gave), OCS circuits by the
+        dragonfly by its group (``df``: the rate ``dragonfly_pairs_bw`` or the all-to-all's worst group gave), OCS circuits by the
         plan's ports, tori (handled elsewhere) at 1/o."""
         f = self.f
         fams = self.families
