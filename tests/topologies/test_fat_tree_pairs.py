@@ -198,3 +198,30 @@ def test_all_to_all_pair_example():
     assert (leaving, max(loads)) == (8, pytest.approx(2.0))
     place = _placement(32)
     assert float(place.switched_bw(8.0, 2.0, all_to_all=True) / place.bw) == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("leaves", [3, 4, 6])
+def test_pipeline_pairs_and_chains_never_faster_than_networkx(leaves):
+    """Pipeline pairs (rank i to i + stride): a chain (every stage at once) and a two-stage pipeline's
+    pairs (blocks of 2 stride). Chains: min(stride, D) pairs cross the worst leaf edge, exact against the
+    enumeration; two-stage pairs: full rate where no block straddles a leaf edge, otherwise
+    min(stride, D), never faster than the enumeration (a straddling block's cut at offset r sends
+    min(r, 2 stride - r) pairs across: fewer where the cuts fall off the blocks' middles)."""
+    devices = leaves * D
+    for stride in range(1, devices):
+        loads, leaving = _worst_load(leaves, [(i, i + stride) for i in range(devices - stride)])
+        truth = min(1.0, 1.0 / max(loads)) if loads else 1.0
+        place = _placement(devices)
+        got = float(place.switched_bw(float(stride), 2.0, p2p=True, chain=True) / place.bw)
+        assert got <= truth + 1e-12, (stride, got, truth)
+        if stride <= devices - D:
+            assert got == pytest.approx(truth, rel=1e-12), (stride, got, truth)
+        if devices % (2 * stride):
+            continue
+        pairs = [(i, i + stride) for i in range(devices - stride) if (i // stride) % 2 == 0]
+        loads, leaving = _worst_load(leaves, pairs)
+        truth = min(1.0, 1.0 / max(loads)) if loads else 1.0
+        got = float(place.switched_bw(float(stride), 2.0, p2p=True) / place.bw)
+        if leaving == 0:
+            assert got == 1.0, stride
+        assert got <= truth + 1e-12, (stride, got, truth)
