@@ -225,3 +225,45 @@ def test_pipeline_pairs_and_chains_never_faster_than_networkx(leaves):
         if leaving == 0:
             assert got == 1.0, stride
         assert got <= truth + 1e-12, (stride, got, truth)
+
+
+@pytest.mark.parametrize("domain,servers", [(4, 4), (4, 8), (8, 4), (8, 8), (4, 16)])
+def test_rail_optimized_hierarchical_rings_against_networkx(domain, servers):
+    """Rail-optimized (``rail_optimized.rail_optimized_graph``: one rail leaf per local rank and block of
+    ``leaf_down`` servers): the outer rings of a hierarchical collective join the ranks with the same index
+    in their domain, ``stride x inner`` devices apart, on one rail. Where their servers fit under one rail
+    leaf no stream reaches a spine and the model keeps the full rate (it charged them as a fat-tree's
+    leaf crossings once they were counted per rank); across rail leaves it is never faster than the
+    enumeration (ECMP over the spines)."""
+    from topologies import rail_optimized
+    from topologies.network import RAIL
+    g = rail_optimized.rail_optimized_graph(servers, domain, D, UP)
+    devices = servers * domain
+    host = lambda d: ("host", d // domain, d % domain)  # noqa: E731
+    net = SimpleNamespace(family=np.array(RAIL), torus_dims=(np.array(1.0),), reconfigs_per_step=0.0,
+                          ocs_reconfig_s=0.0, global_link_fraction=1.0)
+    place = Placement(net, float(domain), 1.0, 0.0, 1.0, 1.0, 1.0, O, float(RADIX), float(devices))
+    checked = 0
+    for stride, n in _layouts(devices, domain):
+        if stride % domain and domain % stride:
+            continue
+        inner = int(group_span(float(stride), float(n), float(domain))[0])
+        load, used = defaultdict(float), []
+        for a, b in _rings(devices, stride, n, inner):
+            la, lb = (next(v for v in g.neighbors(host(x)) if v[0] == "leaf") for x in (a, b))
+            assert la[1] == lb[1]                        # the outer rings stay on one rail
+            if la == lb:
+                continue
+            mine = []
+            for k in range(UP):
+                for e in ((la, ("spine", k)), (("spine", k), lb)):
+                    load[e] += 1.0 / UP
+                    mine.append(e)
+            used.append(mine)
+        truth = min([1.0] + [1.0 / max(load[e] for e in m) for m in used])
+        got = float(place.switched_bw(float(stride), float(n)) / place.bw)
+        assert got <= truth + 1e-12, (stride, n, got, truth)
+        if servers <= D:
+            assert not used and got == 1.0, (stride, n, got)
+        checked += 1
+    assert checked >= 3
