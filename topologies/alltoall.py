@@ -12,8 +12,8 @@ where B is the rank's scale-out injection bandwidth and F the bisection factor o
 the network family (the ratio of the bisection time to the injection time):
 
 * fat-tree / rail-optimized / dragonfly: the per-rank rate the group gets in
-  ``Placement.switched_bw`` (the off-leaf share 1 - q of the bytes at 1/o when oversubscribed; on the
-  dragonfly the worst group's off-group share of the bytes leaving the domain over its global ports). Rail-optimized networks reach
+  ``Placement.switched_bw`` (the worst leaf's off-leaf share of the bytes leaving the domain at 1/o
+  when oversubscribed; on the dragonfly the worst group's share over its global ports). Rail-optimized networks reach
   other rails through the scale-up domain (PXN): a group whose nodes fit under one
   rail leaf runs at full rate, whatever its stride; a larger one as on a fat-tree.
 * torus / ocs-torus: on a ring of k nodes every node sends S/k to each node over

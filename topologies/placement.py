@@ -6,9 +6,14 @@ links; the ``outer`` domains it spans use the scale-out family:
 
 * fat-tree: full rate over the leaves' real down:up ratio (``k o / (1 + o)``
   endpoint ports rounded down, the rest uplinks: ``fat_tree.leaf_oversubscription``),
-  unless the group's endpoints fit under one leaf, where it does not apply.
+  unless the group's endpoints fit under one leaf, where it does not apply. The streams
+  leaving the worst leaf (``Placement._crossing_streams``: one per crossing ring, ``inner``
+  rings per ring below the scale-up domain, up to two edges' worth on misaligned blocks) and
+  the all-to-all's off-leaf share per byte leaving the domain share its uplinks; never
+  faster than rank positions enumerated on networkx leaf-spines.
 * rail-optimized: as fat-tree, but a group of same-rank GPUs (stride a multiple
-  of the domain) only needs one rail leaf per ``leaf_down`` servers; an all-to-all
+  of the domain, or below it the rings of one rank per domain the hierarchical
+  collective runs) only needs one rail leaf per ``leaf_down`` servers; an all-to-all
   reaches every rail over the scale-up links (PXN), so any group whose servers fit
   under one rail leaf does.
 * dragonfly: ``dragonfly.cross_group_factor``, min(1, h_eff / p) / 2 with the
@@ -102,12 +107,18 @@ class Placement:
         self.devices = np.asarray(devices, dtype=float)
 
     # ------------------------------------------------------------------ bandwidth per group
-    def switched_bw(self, stride, n, p2p=False, all_to_all=False, chain=False):
+    def switched_bw(self, stride, n, p2p=False, all_to_all=False, chain=False, inner=None):
         """Per-rank bandwidth of a group on the packet-switched families (and OCS circuits).
 
+        ``inner``: the group's ranks per network node for its rings (default: per scale-up domain,
+        ``group_span``); a domain split into parts, each a node of its own (``Fabric._split_trees``),
+        runs a part's ranks' rings across the parts.
+
         ``all_to_all``: every rank sends to every other, so the share of its bytes that leaves
-        its leaf shares the uplinks' 1/o of the down-link rate (the bisection); rings (the default) send one
-        stream per leaf upward and keep more of it (below). ``chain``: the pairs of a pipeline of
+        its leaf shares the uplinks' 1/o of the down-link rate (the bisection), per the bytes that leave
+        the scale-up domain (the n - inner parts the scale-out time is of: n / (n - inner) times the
+        share of the whole buffer, at most all of them); rings (the default) send one stream out of a
+        leaf per ring crossing it and keep more of it (``_crossing_streams``). ``chain``: the pairs of a pipeline of
         more than two stages (rank i to i + stride for every stage boundary), which cross every leaf
         edge the pipeline spans.
 
@@ -136,20 +147,30 @@ class Placement:
         one_leaf = self.devices <= leaf_devices
         whole_blocks = ~indivisible(leaf_devices, np.maximum(span_devices, 1.0))
         leaf_local = in_leaf & (one_leaf | (whole_blocks & ~np.asarray(chain, dtype=bool)))
-        same_rail = (stride >= self.domain) & ~indivisible(stride, self.domain)
+        # rail-optimized: consecutive members of a ring across the domains sit ``step`` devices apart,
+        # on one rail where that is a multiple of the domain: the group's stride, or below the scale-up
+        # domain (a ring's ``inner`` rings of one rank per domain) stride x inner (pairs: the stride)
+        nn = np.asarray(n, dtype=float)
+        pairs = np.asarray(chain, dtype=bool) | (bool(p2p) & (nn == 2.0))
+        per_node = group_span(stride, nn, self.domain)[0] if inner is None else np.asarray(inner, dtype=float)
+        step = where(pairs, stride, stride * per_node)
+        same_rail = (step >= self.domain) & ~indivisible(step, self.domain)
         rail_local = same_rail & (np.ceil(span_devices / self.domain) <= self.leaf_down)
-        # a ring that leaves a leaf uses one uplink out and one in per leaf it visits: with k of its
-        # ranks under each leaf, the leaf's rings need 1/k of its down-link rate upward, which the
-        # uplinks (1/o of it) carry at min(1, k/o) of the full rate (topology-aware NCCL rings)
-        # a chain's pairs: min(stride, leaf) streams cross each leaf edge, whatever the pair count
-        cap = where(chain, np.inf, np.maximum(n, 1.0))
-        full, last, others_full, others_last = self._leaves(leaf_devices)
-        streams_full = np.minimum(leaf_devices / np.clip(leaf_devices / stride, 1.0, cap), others_full)
-        streams_last = np.minimum(last / np.clip(last / stride, 1.0, cap), others_last)
-        streams = np.maximum(where(full, streams_full, 0.0), streams_last)
+        # a ring that leaves a leaf uses one uplink out and one in per leaf it visits (topology-aware
+        # NCCL rings): the worst leaf's S crossing streams share its leaf_devices / o_leaf uplinks
+        # (_crossing_streams: min(R, D) rings on aligned spans, at most min(2 R, D) on misaligned ones,
+        # R = stride x inner; a chain's min(stride, leaf) pairs at each edge). Against the rank
+        # positions enumerated on networkx leaf-spines (tests/topologies/test_fat_tree_pairs.py):
+        # never faster, exact on aligned spans, at least 2/3 of the enumeration on misaligned ones
+        streams = self._crossing_streams(stride, n, span_devices, leaf_devices, chain, p2p, inner)
         cross = self.bw / np.maximum(1.0, streams * self.o_leaf / leaf_devices)
         if all_to_all:
-            off_leaf = self._a2a_off_share(span_devices, leaf_devices, leaf_local)
+            # the share is of a rank's whole buffer; the scale-out time (topologies/alltoall.py) is of
+            # its n - inner parts that leave the domain: per those bytes, n / (n - inner) of the share
+            # (at most all of them: a worst-layout share above that is the bound's, not the traffic's)
+            nn = np.asarray(n, dtype=float)
+            per_out = nn / np.maximum(nn - group_span(stride, nn, self.domain)[0], 1.0)
+            off_leaf = np.minimum(self._a2a_off_share(span_devices, leaf_devices, leaf_local) * per_out, 1.0)
             # rail-optimized: PXN moves each message over the scale-up links to the local GPU on the
             # destination's rail (NCCL_PXN_DISABLE=0, NCCL >= 2.12), so any group whose nodes fit
             # under one rail leaf runs at full rate, whatever its stride
@@ -161,19 +182,14 @@ class Placement:
                 group = self.df_group / np.minimum(self.nics, 1.0)
                 df_local = (self.devices <= group) | ((span_devices <= group)
                                                        & ~indivisible(group, np.maximum(span_devices, 1.0)))
-                # the share is of a rank's whole buffer; the scale-out time is of its n - inner parts
-                # that leave the domain (topologies/alltoall.py): per those bytes, n / (n - inner) of it
-                nn = np.asarray(n, dtype=float)
-                inner = group_span(stride, nn, self.domain)[0]
-                # (at most all of them: a worst-layout share above that is the bound's, not the traffic's)
-                off_group = np.minimum(self._a2a_off_share(span_devices, group, df_local)
-                                       * nn / np.maximum(nn - inner, 1.0), 1.0)
+                # per the bytes that leave the domain, as the leaves' share (at most all of them)
+                off_group = np.minimum(self._a2a_off_share(span_devices, group, df_local) * per_out, 1.0)
                 df = self.bw * np.minimum(1.0, self.df_factor / np.maximum(off_group, 1e-300))
             return self._by_family(self.bw / np.maximum(1.0, self.o_leaf * off_leaf), pxn_local, ports, p2p, df)
-        df = self.dragonfly_pairs_bw(stride, n, span_devices, chain, p2p) if DRAGONFLY in self.families else None
+        df = self.dragonfly_pairs_bw(stride, n, span_devices, chain, p2p, inner) if DRAGONFLY in self.families else None
         return self._by_family(where(leaf_local, self.bw, cross), in_leaf | rail_local, ports, p2p, df)
 
-    def dragonfly_pairs_bw(self, stride, n, span_devices, chain=False, p2p=False):
+    def dragonfly_pairs_bw(self, stride, n, span_devices, chain=False, p2p=False, inner=None):
         """Per-rank dragonfly rate of a group of ``n`` ranks ``stride`` apart: pairs and chains (``p2p``
         or ``chain``) and rings (the collectives; the all-to-all: ``switched_bw``). Devices fill dragonfly
         groups of ``D = p a / min(nics, 1)`` in rank order, as the fat-tree's leaves, and a group keeps
@@ -211,22 +227,36 @@ class Placement:
         stride = np.asarray(stride, dtype=float)
         n = np.asarray(n, dtype=float)
         chain = np.asarray(chain, dtype=bool)
-        pairs = chain | (bool(p2p) & (n == 2.0))
         group = self.df_group / np.minimum(self.nics, 1.0)
         whole_blocks = ~indivisible(group, np.maximum(span_devices, 1.0))
         local = (self.devices <= group) | (~chain & (span_devices <= group) & whole_blocks)
-        # rings: a group inside one block (span a multiple of D) meets min(R, D) crossing rings;
-        # a misaligned layout at most R at each of its two edges
-        aligned = pairs | ((span_devices >= group) & ~indivisible(span_devices, group))
-        # a ring with ``inner`` ranks in a scale-up domain runs ``inner`` rings of one rank per domain
-        # across the domains (each rank's stream at this rate): ``inner`` times the rings at a group edge
-        rings = where(pairs, stride, stride * group_span(stride, n, self.domain)[0])
-        per_edge = where(aligned, rings, 2.0 * rings)
-        full, last, others_full, others_last = self._leaves(group)
-        streams = np.maximum(where(full, np.minimum(np.minimum(per_edge, group), others_full), 0.0),
-                             np.minimum(np.minimum(per_edge, last), others_last))
+        streams = self._crossing_streams(stride, n, span_devices, group, chain, p2p, inner)
         cross = self.bw * np.minimum(1.0, self.df_factor * group / np.maximum(streams, 1.0))
         return where(local, self.bw, cross)
+
+    def _crossing_streams(self, stride, n, span_devices, unit_devices, chain=False, p2p=False, inner=None):
+        """Streams leaving the worst unit (a fat-tree leaf or a dragonfly group of ``unit_devices``, a full
+        one or the last, partly filled one) for a group of ``n`` ranks ``stride`` apart whose blocks of
+        ``span_devices`` tile the job in rank order. Pairs (one direction) and chains: min(stride, D) cross
+        the worst edge. Rings: R = stride rings per block, ``stride x inner`` below the scale-up domain
+        (the hierarchical collective runs ``inner`` rings of one rank per domain across the domains, each
+        rank's stream at once). A ring with members on both sides of a unit has its members in it
+        consecutive in ring order: one stream out, one in. Spans a multiple of D (aligned): a unit lies
+        in one block and meets min(R, D) rings. Otherwise the unit's two edges cut at most R rings each
+        and a unit of D devices meets at most D: min(2 R, D), an upper bound (the worst unit of a given
+        layout may see fewer). At most the devices on the unit's other side. ``inner``: a ring's ranks
+        per network node (default: per scale-up domain)."""
+        stride = np.asarray(stride, dtype=float)
+        n = np.asarray(n, dtype=float)
+        chain = np.asarray(chain, dtype=bool)
+        pairs = chain | (bool(p2p) & (n == 2.0))
+        aligned = pairs | ((span_devices >= unit_devices) & ~indivisible(span_devices, unit_devices))
+        inner = group_span(stride, n, self.domain)[0] if inner is None else np.asarray(inner, dtype=float)
+        rings = where(pairs, stride, stride * inner)
+        per_edge = where(aligned, rings, 2.0 * rings)
+        full, last, others_full, others_last = self._leaves(unit_devices)
+        return np.maximum(where(full, np.minimum(np.minimum(per_edge, unit_devices), others_full), 0.0),
+                          np.minimum(np.minimum(per_edge, last), others_last))
 
     def _a2a_off_share(self, span_devices, leaf_devices, leaf_local):
         """Share of the worst leaf's (or dragonfly group's) all-to-all bytes that leave it: groups of

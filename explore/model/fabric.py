@@ -171,18 +171,22 @@ class Fabric:
         self._cache[key] = (stride, n, group)
         return group
 
-    def _split_trees(self, t, size_bytes, n, inner, outer, net):
+    def _split_trees(self, t, size_bytes, stride, n, inner, outer):
         """``t`` (one all-reduce per design), or faster where the tree of a smaller scale-up domain
         is: each domain split into 2, 4, ... parts of whole ranks, every part a node of its own on
         the network (as NCCL_HOSTID per part gives), its chain shorter, its network levels more and
         its tree bandwidth min(scale-up, part x network share). A domain twice as large thereby
         keeps every tree (and NVLS tree) the smaller one had. Computed only for the designs where
         a split could be faster than ``t``: at least one more network level and at most the
-        bandwidth of a domain halved."""
+        bandwidth of a domain halved. A part's network share is its own: the streams leaving a
+        leaf or dragonfly group count a part's ranks per node (``Placement.switched_bw``'s
+        ``inner``), at most twice the domain's share per halving, so part x share falls with
+        every halving and the first bounds the rest."""
         top = float(np.max(inner, initial=1.0))
         if top < 2.0:
             return t
         nv = self.nvls & (outer == 1)            # two halves of one domain: the NVLS tree's x2
+        net = self.place.switched_bw(stride, n, inner=np.maximum(inner / 2.0, 1.0))
         bus1 = np.minimum(self.su_bw, where(nv, 2.0, 1.0) * inner / 2.0 * net)
         best = (self.base + 2.0 * (np.log2(outer) + 1.0) * self.so_lat
                 + 2.0 * coll._beta(size_bytes, self.tree_factor * bus1))
@@ -191,7 +195,7 @@ class Fabric:
             return t
         shape = np.shape(t)
         pick = lambda a: np.broadcast_to(np.asarray(a, dtype=float), shape).reshape(-1)[idx]  # noqa: E731
-        size, n_i, inner_i, outer_i, net_i, su_bw = (pick(a) for a in (size_bytes, n, inner, outer, net, self.su_bw))
+        size, n_i, inner_i, outer_i, su_bw = (pick(a) for a in (size_bytes, n, inner, outer, self.su_bw))
         nvls = np.broadcast_to(self.nvls, shape).reshape(-1)[idx] if self.nvls.any() else None
         lat = dict(lat_intra_s=pick(self.su_lat), lat_net_s=pick(self.so_lat), base_s=self.base)
         frac = pick(self.ll_net)
@@ -199,6 +203,8 @@ class Fabric:
         j = 1
         while 2.0 ** j <= float(np.max(inner_i)):
             part = inner_i / 2.0 ** j
+            net_i = pick(net) if j == 1 else pick(
+                self.place.switched_bw(stride, n, inner=np.maximum(inner / 2.0 ** j, 1.0)))
             ok = (part >= 1.0) & (np.mod(part, 1.0) == 0.0)
             nodes = where(ok, outer_i * 2.0 ** j, outer_i)
             x2 = (nvls & (nodes == 2)) if nvls is not None else False
@@ -270,7 +276,7 @@ class Fabric:
                              nvls, self.nvls_lat, self._choice(stride, n, outer, bus, tree_bus, all_reduce, nvls),
                              nvls_tree=self._nvls_group(stride, n, inner, outer) if nvls is not None else None)
         if all_reduce and self.split_domains:
-            t = self._split_trees(t, size_bytes, n, inner, outer, net)
+            t = self._split_trees(t, size_bytes, stride, n, inner, outer)
         if self.place.any_torus:
             t = where(self.place.is_torus() & (outer > 1), self._torus(size_bytes, stride, n, all_reduce), t)
         return where(n > 1, t, 0.0)

@@ -75,14 +75,17 @@ def _worst_flow_share(devices, nics, o, flows):
     return min(min(1.0 / load[e] for e, _ in hops) for hops in paths if hops)
 
 
-def _model_share(nics, o, devices, stride, chain, n=2.0, all_to_all=False):
-    """The model's per-device rate of a pair ``stride`` apart (or of a group of ``n``), in NIC ports."""
+def _model_share(nics, o, devices, stride, chain, n=2.0, all_to_all=False, domain=1.0):
+    """The model's per-device rate of a pair ``stride`` apart (or of a group of ``n``), in NIC ports, on
+    scale-up domains of ``domain`` devices: one by default, as the graphs here route every pair of a
+    group over the network (with larger domains the model sends an all-to-all's in-domain bytes and a
+    hierarchical ring's inner part over the scale-up links, which these flows do not model)."""
     from types import SimpleNamespace
     from topologies.network import FAT_TREE
     from topologies.placement import Placement
     net = SimpleNamespace(family=np.array(FAT_TREE), torus_dims=(np.array(1.0),), reconfigs_per_step=0.0,
                           ocs_reconfig_s=0.0, global_link_fraction=1.0)
-    place = Placement(net, 16.0, nics, 5e-6, nics, 1.0, 1.0, o, float(RADIX), float(devices))
+    place = Placement(net, domain, nics, 5e-6, nics, 1.0, 1.0, o, float(RADIX), float(devices))
     return float(place.switched_bw(float(stride), float(n), p2p=n == 2 and not all_to_all, chain=chain,
                                    all_to_all=all_to_all))
 
@@ -108,7 +111,8 @@ def test_job_under_one_leaf_networkx():
     (102 devices a leaf) span leaves of 51 + 13 at 1 NIC. A uniform all-to-all over all 64 on the
     networkx leaf-spine: twice as fast per flow at 1 NIC (each device has its own port, and the 13
     uplinks of a leaf carry its 51 x 13 leaving flows at 1/51 of a port each, above a device port's
-    1/63). The model now agrees at both counts (it charged the full leaf 0.42 of a port at 1 NIC)."""
+    1/63). The model now agrees at both counts (it charged the full leaf 0.42 of a port at 1 NIC).
+    Every pair is a network flow here, as on scale-up domains of one device (``_model_share``)."""
     devices, o = 64, 4.0
     flows = [(a, b) for a in range(devices) for b in range(devices) if a != b]
     half, one = (_worst_flow_share(devices, n, o, flows) for n in (0.5, 1.0))
