@@ -33,7 +33,8 @@ from explore.model.reliability import interruption_rates  # issue 11
 from explore.model.costs import network_bom  # issue 11
 from topologies import dragonfly
 from explore.scenario import Resolved, resolve
-from explore.model.step import memory_model, step_model
+from explore.model.device_memory import memory_model
+from explore.model.step import step_model
 from explore.model.system import SystemSpec, build_system, hardware_invalid_code, sub_domain_networks
 from hwmodels import package as hw_package
 from explore.model.workload import ModelSpec, active_params, model_flops_per_token, total_params
