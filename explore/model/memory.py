@@ -266,3 +266,22 @@ def peak_memory(act_layer, layer_params, emb_params, logits_bytes, layers, p, v,
                      where(np.broadcast_to(k1, shape) if np.shape(k1) != shape else k1, a1, a0))
     return {"total": pick(0) + cal.MEMORY_RESERVED_BYTES, "weights": pick(1), "gradients": pick(2),
             "optimizer": pick(3), "activations": pick(4), "allocator": pick(5)}
+
+
+def stage_layers(m, plan):
+    """Layers on the fullest stage, on the last stage (which also holds the logits) and on the first
+    (which also holds the embedding).
+
+    Layers need not divide evenly (Llama 3 405B: 126 on 16 stages): the fullest
+    stage holds ceil(L/p); the last stage, which carries the output layer,
+    holds floor(L/p); the first is counted as a full one. With the embedding / the loss
+    counted as a layer of the split (``plan.emb_layer`` / ``loss_layer``,
+    ``split_layout``): c v on the middle ranks, c v - e on the first and c v - l on the
+    last, c = (L + e + l) / (p v)."""
+    full, last = np.ceil(m.layers / plan.pp), np.floor(m.layers / plan.pp)
+    split = np.asarray(plan.emb_layer, bool) | np.asarray(plan.loss_layer, bool)
+    if not np.any(split):
+        return full, last, full
+    _, s_first, s_mid, s_last = split_layout(m.layers, plan.pp, plan.virtual_stages,
+                                                    plan.emb_layer, plan.loss_layer)
+    return where(split, s_mid, full), where(split, s_last, last), where(split, s_first, full)

@@ -54,7 +54,8 @@ from hwmodels.select import where
 
 from explore.model import calibration as cal
 from explore.model.cardinality import UniqueRows, per_rows, sharing_allowed, varying
-from explore.model import gemm, host_syncs, memory, overlap
+from explore.model import gemm, host_syncs, overlap
+from explore.model.memory import stage_layers
 from explore.model.plan import ParallelPlan, bubble_time
 from explore.model.system import SystemSpec
 from explore.model.workload import (ModelSpec, layer_attention_flops_per_token,
@@ -68,25 +69,6 @@ from explore.model.pipeline_p2p import ACT_BYTES, pipeline_p2p
 from explore.model.device_memory import expert_split, memory_model
 from explore.model.layer_compute import _share, layer_compute  # noqa: F401  (re-exported)
 
-
-
-def stage_layers(m: ModelSpec, plan: ParallelPlan):
-    """Layers on the fullest stage, on the last stage (which also holds the logits) and on the first
-    (which also holds the embedding).
-
-    Layers need not divide evenly (Llama 3 405B: 126 on 16 stages): the fullest
-    stage holds ceil(L/p); the last stage, which carries the output layer,
-    holds floor(L/p); the first is counted as a full one. With the embedding / the loss
-    counted as a layer of the split (``plan.emb_layer`` / ``loss_layer``,
-    ``memory.split_layout``): c v on the middle ranks, c v - e on the first and c v - l on the
-    last, c = (L + e + l) / (p v)."""
-    full, last = np.ceil(m.layers / plan.pp), np.floor(m.layers / plan.pp)
-    split = np.asarray(plan.emb_layer, bool) | np.asarray(plan.loss_layer, bool)
-    if not np.any(split):
-        return full, last, full
-    _, s_first, s_mid, s_last = memory.split_layout(m.layers, plan.pp, plan.virtual_stages,
-                                                    plan.emb_layer, plan.loss_layer)
-    return where(split, s_mid, full), where(split, s_last, last), where(split, s_first, full)
 
 
 def step_model(m: ModelSpec, plan: ParallelPlan, s: SystemSpec, flash,
