@@ -14,7 +14,8 @@ and ``to_json_dict``). The package is laid out as
   ``validation_energy``: published training energies.
 """
 from explore.scenario import ScenarioError, load_scenario, resolve, set_field, get_field
-from explore.evaluate import evaluate, to_json_dict
+from explore.dataset import to_json_dict
+from explore.evaluate import evaluate
 from explore.sweep import open_sweep, sweep  # also registers the ``ds.lightpath`` accessor
 from explore.search import search
 

@@ -11,7 +11,7 @@ from hwmodels.parts import CatalogError
 
 
 def format_table(ds, i: int = 0) -> str:
-    from explore.evaluate import HEADLINE, breakdown_of
+    from explore.dataset import HEADLINE, breakdown_of
     row = ds.isel(design=i)
     lines = [f"lightpath evaluate: {ds.attrs.get('scenario_name', '')}".rstrip(": ")]
     if not bool(row["valid"]):
@@ -99,7 +99,8 @@ def format_bands(ds, b) -> str:
 
 
 def _evaluate_run(a) -> int:
-    from explore.evaluate import evaluate, to_json_dict
+    from explore.dataset import to_json_dict
+    from explore.evaluate import evaluate
     from explore.scenario import ScenarioError, load_scenario
     from explore.uncertainty import UncertaintyError
     if a.samples is not None and a.samples < 1:

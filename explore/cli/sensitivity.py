@@ -38,7 +38,7 @@ def _run(a) -> int:
     t0 = time.perf_counter()
     try:
         st = study(a.path, objectives=a.objective, seed=a.seed)
-        from explore.evaluate import UNITS
+        from explore.dataset import UNITS
         for m in st.objectives:
             if m not in UNITS:
                 raise UserError(f"sensitivity --objective: value {m!r} is not allowed; allowed: a metric such "

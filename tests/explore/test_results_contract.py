@@ -120,7 +120,7 @@ def test_result_built_directly_is_the_one_xarray_constructor_builds(monkeypatch,
 
     import xarray as xr
     ev = importlib.import_module("explore.evaluate")
-    monkeypatch.setattr(ev, "DIRECT_DATASET", internal)
+    monkeypatch.setattr(importlib.import_module("explore.dataset"), "DIRECT_DATASET", internal)
     got = {}
     build = ev._dataset
 
