@@ -29,6 +29,7 @@ import pytest
 from topologies import dragonfly
 from topologies.network import DRAGONFLY
 from topologies.placement import Placement
+from rank_flows import rings
 
 P, A, H = 2, 4, 2                        # a radix-7 balanced dragonfly: groups of 8 ports, a h = 8 global
 
@@ -87,21 +88,6 @@ def _chain(devices, stride, stages=None, wrap=False):
 def _pairs(devices, stride):
     """A two-stage pipeline: rank i to i + stride within each block of 2 stride ranks."""
     return [(i, i + stride) for i in range(devices - stride) if (i // stride) % 2 == 0]
-
-
-def _rings(devices, stride, n, inner=1):
-    """Ring collectives over groups of ``n`` ranks ``stride`` apart (blocks of ``stride n``), each rank
-    sending to the next member and the last to the first. ``inner`` ranks of a group per scale-up domain:
-    the outer phase's rings join the ranks with the same index in their domain (every ``inner``-th)."""
-    flows = []
-    for b in range(0, devices, stride * n):
-        for o in range(stride):
-            members = [b + o + j * stride for j in range(n)]
-            for l in range(inner):
-                ring = members[l::inner]
-                if len(ring) > 1:
-                    flows += [(ring[j], ring[(j + 1) % len(ring)]) for j in range(len(ring))]
-    return flows
 
 
 def _placement(f, nics, devices, domain=1.0):
@@ -239,7 +225,7 @@ def test_rings_against_networkx(f, groups, nics):
         for stride in range(1, devices // n + 1):
             if devices % (stride * n):
                 continue
-            flows = _rings(devices, stride, n)
+            flows = rings(devices, stride, n)
             truth, leaving = _worst_share(f, groups, nics, flows)
             got = _ring_model(f, nics, devices, stride, n)
             cases += 1
@@ -270,7 +256,7 @@ def test_rings_minimal_routing_is_no_better_beyond_two_groups(f, groups, nics):
     for n, stride in [(groups, D), (2 * groups, D // 2), (devices, 1), (4, 2), (3, 1)]:
         if devices % (stride * n):
             continue
-        flows = _rings(devices, stride, n)
+        flows = rings(devices, stride, n)
         valiant, _ = _worst_share(f, groups, nics, flows)
         minimal, _ = _worst_share(f, groups, nics, flows, minimal=True)
         got = _ring_model(f, nics, devices, stride, n)
@@ -293,9 +279,9 @@ def test_rings_below_the_domain_run_one_ring_per_rank_of_a_domain(domain):
             inner = domain // stride
             if n % inner or stride * n <= D:
                 continue
-            truth, leaving = _worst_share(f, groups, nics, _rings(devices, stride, n, inner))
+            truth, leaving = _worst_share(f, groups, nics, rings(devices, stride, n, inner))
             got = _ring_model(f, nics, devices, stride, n, float(domain))
-            flat, _ = _worst_share(f, groups, nics, _rings(devices, stride, n))
+            flat, _ = _worst_share(f, groups, nics, rings(devices, stride, n))
             assert leaving > 0 and got <= truth + 1e-12, (stride, n, got, truth)
             if (stride * n) % D == 0:
                 assert got == pytest.approx(truth, rel=1e-12), (stride, n, got, truth)
@@ -309,7 +295,7 @@ def test_rings_inside_a_group_misaligned_are_charged():
     and Valiant's busiest link gives a stream half its rate. The model charges the most two edges can cut,
     2 x 4 = 8 streams of half a port over G = 2 ports twice: a quarter (conservative by 2 here)."""
     f, groups, nics = 0.25, 3, 0.5
-    truth, leaving = _worst_share(f, groups, nics, _rings(48, 4, 3))
+    truth, leaving = _worst_share(f, groups, nics, rings(48, 4, 3))
     got = _ring_model(f, nics, 48, 4, 3)
     assert (leaving, truth) == (8, pytest.approx(0.5))
     assert got == pytest.approx(0.25)

@@ -31,6 +31,7 @@ import pytest
 from topologies import fat_tree
 from topologies.network import FAT_TREE
 from topologies.placement import Placement, group_span
+from rank_flows import rings
 
 RADIX, O = 12, 2.0                  # leaves of floor(12 x 2 / 3) = 8 devices and 4 uplinks (2:1)
 D = int(fat_tree.leaf_down_ports(RADIX, O))
@@ -60,18 +61,6 @@ def _worst_load(leaves, flows):
     return [max(load[e] for e in m) for m in used], max(leaving.values())
 
 
-def _rings(devices, stride, n, inner=1):
-    flows = []
-    for b in range(0, devices, stride * n):
-        for o in range(stride):
-            members = [b + o + j * stride for j in range(n)]
-            for l in range(inner):
-                ring = members[l::inner]
-                if len(ring) > 1:
-                    flows += [(ring[j], ring[(j + 1) % len(ring)]) for j in range(len(ring))]
-    return flows
-
-
 def _all_to_all(devices, stride, n, domain):
     """Pairs of every group that leave the scale-up domain (one unit of S / n each)."""
     flows = []
@@ -92,7 +81,7 @@ def _placement(devices, domain=1.0):
 
 def _ring_truth(devices, stride, n, domain):
     inner = int(group_span(float(stride), float(n), float(domain))[0])
-    loads, leaving = _worst_load(devices // D, _rings(devices, stride, n, inner))
+    loads, leaving = _worst_load(devices // D, rings(devices, stride, n, inner))
     return (min(1.0, 1.0 / max(loads)) if loads else 1.0), leaving, inner
 
 
@@ -249,7 +238,7 @@ def test_rail_optimized_hierarchical_rings_against_networkx(domain, servers):
             continue
         inner = int(group_span(float(stride), float(n), float(domain))[0])
         load, used = defaultdict(float), []
-        for a, b in _rings(devices, stride, n, inner):
+        for a, b in rings(devices, stride, n, inner):
             la, lb = (next(v for v in g.neighbors(host(x)) if v[0] == "leaf") for x in (a, b))
             assert la[1] == lb[1]                        # the outer rings stay on one rail
             if la == lb:
